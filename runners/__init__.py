@@ -1,0 +1,1 @@
+"""The part that moves: the ``tba`` command line, runs, CoT / DFSDT drivers and model backends."""

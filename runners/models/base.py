@@ -1,0 +1,62 @@
+"""The model-backend contract.
+
+A backend gets a ModelRequest (a rendered text prompt for completion-style dialects, or chat messages
+plus native tools for chat dialects) and returns a Completion. Backends retry 429/5xx themselves and
+never raise for a model-side failure after retries: they return a Completion with ``error`` set.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from toolbench_adapter.registry import Registry
+
+
+@dataclass
+class ModelRequest:
+    prompt: str | None = None  # text prompt (openai-completions, hf)
+    messages: list[dict] | None = None  # chat messages (openai-chat)
+    tools: list[dict] | None = None  # native tools, {"type": "function", "function": {...}}
+    stop: list[str] = field(default_factory=list)
+    max_tokens: int = 1024
+    temperature: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)  # backend-specific extras (e.g. truncate_prompt_tokens)
+    # replay backend: which recorded turn to return (group, query id, position in the trajectory)
+    key: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Completion:
+    text: str | None = None  # generated text / message content
+    tool_calls: list[dict] | None = None  # native calls: [{"id", "type": "function", "function": {"name", "arguments"}}]
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    finish_reason: str | None = None
+    error: str | None = None  # set when the backend gave up after retries
+    raw: Any = None
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def message(self) -> dict:
+        """The completion as an OpenAI assistant message dict."""
+        msg: dict[str, Any] = {"role": "assistant", "content": self.text}
+        if self.tool_calls:
+            msg["tool_calls"] = self.tool_calls
+        return msg
+
+
+class Backend(Protocol):
+    name: str
+
+    def preflight(self) -> None:
+        """Fail fast (raise InputError with a clear message) when the endpoint or model is unusable."""
+
+    def complete(self, request: ModelRequest) -> Completion: ...
+
+
+# name -> Backend class or "module:attr"; entry point group toolbench_adapter.backends
+BACKENDS: Registry[type] = Registry("backends")

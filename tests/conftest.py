@@ -1,0 +1,41 @@
+"""Shared fixtures. Upstream data come from ../shared through TBA_STB_ROOT / TBA_SHARED_ROOT; tests that
+need them skip with the reason when they are absent (a user's machine has no ../shared)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+SHARED_ROOT = Path(os.environ.get("TBA_SHARED_ROOT", PROJECT_ROOT.parent / "shared"))
+STB_ROOT = Path(os.environ.get("TBA_STB_ROOT") or SHARED_ROOT / "stabletoolbench")
+TB_ROOT = SHARED_ROOT / "toolbench"
+FIXTURES_ROOT = SHARED_ROOT / "fixtures"
+
+
+def _need(path: Path, what: str) -> Path:
+    if not path.exists():
+        pytest.skip(f"{what} not found at {path} (set TBA_SHARED_ROOT / TBA_STB_ROOT to a copy of ../shared)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def stb_root() -> Path:
+    return _need(STB_ROOT / "solvable_queries", "StableToolBench data").parent
+
+
+@pytest.fixture(scope="session")
+def tb_root() -> Path:
+    return _need(TB_ROOT / "data_example", "ToolBench data").parent
+
+
+@pytest.fixture(scope="session")
+def fixtures_root() -> Path:
+    return _need(FIXTURES_ROOT / "react_outputs_dev.jsonl", "model-output fixtures").parent
+
+
+@pytest.fixture(scope="session")
+def project_root() -> Path:
+    return PROJECT_ROOT
