@@ -5,9 +5,8 @@ PYTHON      ?= python3
 VENV        ?= .venv
 BIN         := $(VENV)/bin
 TBA         := $(BIN)/tba
-# upstream data for tests and reproduction; tests skip with a reason when it is absent
-STB_ROOT    ?= $(or $(TBA_STB_ROOT),$(wildcard ../shared/stabletoolbench))
-export TBA_STB_ROOT := $(STB_ROOT)
+# upstream data for reproduction (tests find ../shared themselves and skip with a reason when absent)
+STB_ROOT    ?= $(or $(TBA_STB_ROOT),../shared/stabletoolbench)
 
 .PHONY: help install test lint data reproduce compare-parsers bench bench-parsers clean
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 
@@ -39,6 +40,9 @@ def main(argv: list[str] | None = None) -> int:
     except (InputError, UnknownNameError) as exc:
         print(f"tba {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `tba functions ... | head`: the reader left, nothing is wrong
+        sys.stdout = open(os.devnull, "w")
+        return 0
     except KeyboardInterrupt:
         print(f"tba {args.command}: interrupted", file=sys.stderr)
         return 130

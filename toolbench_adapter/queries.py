@@ -44,12 +44,13 @@ class Query:
 
 
 def resolve_root(root: str | Path | None) -> Path:
-    """--stb-root, else $TBA_STB_ROOT, else the project's sample set. The folder must hold solvable_queries/."""
+    """--stb-root, else $TBA_STB_ROOT, else the project's sample set. The folder must hold
+    solvable_queries/test_instruction (a checkout) or test_instruction/ itself (e.g. solvable_queries_example)."""
     chosen = root or os.environ.get("TBA_STB_ROOT") or SAMPLE_ROOT
     path = Path(chosen).expanduser()
     if not path.is_dir():
         raise InputError("StableToolBench checkout not found", path=path, fix=ROOT_HINT)
-    if not (path / QUERY_DIR).is_dir():
+    if not (path / QUERY_DIR).is_dir() and not (path / QUERY_DIR.name).is_dir():
         raise InputError(f"no {QUERY_DIR} folder inside the checkout", path=path, fix=ROOT_HINT)
     return path
 
@@ -70,10 +71,13 @@ class QuerySet:
 
     def __init__(self, root: str | Path | None = None):
         self.root = resolve_root(root)
+        nested = (self.root / QUERY_DIR).is_dir()
+        self.query_dir = self.root / QUERY_DIR if nested else self.root / QUERY_DIR.name
+        self.ids_dir = self.root / IDS_DIR if nested else self.root / IDS_DIR.name
         self._cache: dict[str, list[Query]] = {}
 
     def available_groups(self) -> list[str]:
-        present = {p.stem for p in (self.root / QUERY_DIR).glob("*.json")}
+        present = {p.stem for p in self.query_dir.glob("*.json")}
         ordered = [g for g in GROUPS if g in present]
         return ordered + sorted(present - set(ordered))
 
@@ -81,11 +85,11 @@ class QuerySet:
         groups = self.available_groups()
         if group not in groups:
             raise InputError(f"unknown group {group!r}; this checkout has: {', '.join(groups) or 'none'}",
-                             path=self.root / QUERY_DIR, fix=f"choose one of {', '.join(groups)}")
+                             path=self.query_dir, fix=f"choose one of {', '.join(groups)}")
 
     def test_ids(self, group: str) -> list[int] | None:
         """Ids listed for evaluation, in file order; None when the id file is absent (all queries count)."""
-        path = self.root / IDS_DIR / f"{group}.json"
+        path = self.ids_dir / f"{group}.json"
         if not path.exists():
             return None
         data = _read_json(path, "test id file")
@@ -101,7 +105,7 @@ class QuerySet:
         if group in self._cache:
             return self._cache[group]
         self.check_group(group)
-        path = self.root / QUERY_DIR / f"{group}.json"
+        path = self.query_dir / f"{group}.json"
         data = _read_json(path, "query file")
         if not isinstance(data, list):
             raise InputError("query file must be a JSON list of query objects", path=path)
@@ -126,7 +130,7 @@ class QuerySet:
         ids = [q.query_id for q in self.load(group)]
         sample = ", ".join(str(i) for i in ids[:8]) + (" ..." if len(ids) > 8 else "")
         raise InputError(f"query id {qid} is not an evaluated query of {group} ({len(ids)} ids: {sample})",
-                         path=self.root / QUERY_DIR / f"{group}.json", fix="run `tba queries --group "
+                         path=self.query_dir / f"{group}.json", fix="run `tba queries --group "
                          f"{group}` to list the ids")
 
     def iter(self, groups: Iterable[str] | None = None) -> Iterable[Query]:
