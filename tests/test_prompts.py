@@ -48,7 +48,7 @@ def test_toolllama_history_raw_vs_thought(toolset):
 
 
 def test_toolllama_keeps_invalid_diversity_messages_openai_drops_them(toolset):
-    messages = initial_messages(toolset) + [diversity_message([{"name": "a"}], "obs")]
+    messages = initial_messages(toolset) + [{**diversity_message([{"name": "a"}], "obs"), "valid": False}]
     text = make_dialect("toolllama").render(messages, toolset).prompt
     assert "This is not the first time you try this task" in text
     assert "again, your former observation: obs\n" in text

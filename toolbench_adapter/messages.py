@@ -31,11 +31,12 @@ def process_system_message(content: str, functions: list[dict]) -> str:
 
 
 def diversity_message(candidates: list[dict], observation: str | None) -> dict:
-    """DFSDT's user message listing earlier attempts at this state (marked invalid: OpenAI never sees it)."""
+    """DFSDT's user message listing earlier attempts at this state. The search marks it ``"valid": False``
+    after the call it was made for, so OpenAI-style requests never see it again (ToolLLaMA prompts keep it)."""
     import json
 
     previous = json.dumps(candidates, indent=2) + "\n"
     if observation:
         previous += P.DIVERSITY_FORMER_OBSERVATION.format(observation=observation)
     content = P.DIVERSITY_PROMPT.replace("{previous_candidate}", previous)
-    return {"role": "user", "content": content, "valid": False}
+    return {"role": "user", "content": content}

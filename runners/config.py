@@ -1,0 +1,108 @@
+"""Everything that defines a run, in one dataclass: from flags or a YAML file, recorded in the manifest."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from toolbench_adapter.errors import InputError
+
+METHOD_PATTERN = re.compile(r"^(CoT@(?P<pass_at>\d+)|DFS_woFilter_w(?P<width>\d+))$")
+
+
+@dataclass
+class RunConfig:
+    name: str = "default"
+    out_root: str = "results/runs"
+    stb_root: str | None = None  # None: $TBA_STB_ROOT, else data/sample
+    tool_root: str | None = None
+    groups: list[str] = field(default_factory=list)  # empty: every group of the checkout
+    query_ids: list[int] = field(default_factory=list)  # empty: every evaluated query
+    limit: int | None = None  # at most this many queries per group (in file order)
+    method: str = "CoT@1"
+    max_step: int = 12  # published numbers use 12; STB code now defaults to 50
+    max_query_count: int = 200  # DFSDT model-call cap
+    backend: str = "hf"
+    model: str | None = None
+    base_url: str | None = None
+    api_key: str | None = None
+    backend_options: dict[str, Any] = field(default_factory=dict)
+    dialect: str = "toolllama"
+    dialect_options: dict[str, Any] = field(default_factory=dict)
+    parser: str | None = None  # None: the dialect's default parser
+    flavour: str = "current"  # function format sent (and stored); "legacy" = released answer files
+    compat: str = "stb"
+    server: str = "embedded"  # a /virtual URL, or "embedded" (started in-process on a free loopback port)
+    simulator: str = "schema"  # embedded server: what answers cache misses
+    cache_dir: str | None = None  # embedded server: response cache folder
+    server_rate: float | None = None  # calls per second to the tool server (None: unpaced)
+    max_observation_length: int = 1024
+    max_tokens: int = 1024
+    temperature: float = 0.0
+    concurrency: int = 1
+    seed: int = 42
+    shard: str | None = None  # "i/n": this machine runs every n-th query starting at i (1-based)
+
+    def method_parts(self) -> tuple[str, int]:
+        match = METHOD_PATTERN.match(self.method)
+        if not match:
+            raise InputError(f"unknown method {self.method!r}", field="method",
+                             fix="use CoT@N (e.g. CoT@1) or DFS_woFilter_wN (e.g. DFS_woFilter_w2)")
+        if match.group("pass_at"):
+            return "cot", int(match.group("pass_at"))
+        return "dfs", int(match.group("width"))
+
+    def shard_parts(self) -> tuple[int, int] | None:
+        if not self.shard:
+            return None
+        match = re.fullmatch(r"(\d+)/(\d+)", self.shard)
+        if not match or not 1 <= int(match.group(1)) <= int(match.group(2)):
+            raise InputError(f"bad shard {self.shard!r}", field="shard", fix="write i/n with 1 <= i <= n, e.g. 2/4")
+        return int(match.group(1)), int(match.group(2))
+
+    @property
+    def run_dir(self) -> Path:
+        return Path(self.out_root) / self.name
+
+    def validate(self) -> None:
+        self.method_parts()
+        self.shard_parts()
+        if self.concurrency < 1:
+            raise InputError("concurrency must be at least 1", field="concurrency")
+        if self.max_step < 1:
+            raise InputError("max_step must be at least 1", field="max_step")
+        if self.flavour not in ("legacy", "current"):
+            raise InputError(f"unknown flavour {self.flavour!r}", field="flavour", fix="legacy or current")
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    # what must match for two runs (or shards) to be the same run
+    DEFINING = ("method", "max_step", "max_query_count", "backend", "model", "dialect", "dialect_options",
+                "parser", "flavour", "compat", "simulator", "max_observation_length", "max_tokens",
+                "temperature", "seed")
+
+    def defining(self) -> dict:
+        return {key: getattr(self, key) for key in self.DEFINING}
+
+
+def load_yaml(path: str | Path) -> dict:
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except FileNotFoundError:
+        raise InputError("config file not found", path=path) from None
+    except yaml.YAMLError as exc:
+        raise InputError(f"config file is not valid YAML: {exc}", path=path) from None
+    if not isinstance(data, dict):
+        raise InputError("config file must hold a mapping of run settings", path=path)
+    known = {f.name for f in fields(RunConfig)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise InputError(f"unknown setting(s) {', '.join(unknown)}", path=path,
+                         fix=f"known settings: {', '.join(sorted(known))}")
+    return data

@@ -1,0 +1,80 @@
+"""DFSDT without filter (upstream DFS.py, method DFS_woFilter_wN).
+
+Each node is expanded at most ``width`` times; a later sibling is asked for with the diversity prompt
+listing earlier attempts. A final answer ends the search; a give-up backtracks two levels; a pruned or
+depth-limited leaf backtracks one; the search stops after ``max_query_count`` model calls.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from toolbench_adapter.messages import diversity_message
+from toolbench_adapter.protocol import env as E
+
+from .agent import Agent, QueryContext
+from .tree import ACTION_INPUT, Node, mark_finished
+
+FOUND = 10000  # upstream's return value once a terminal node exists
+OUT_OF_BUDGET = 100000  # upstream's return value once the query budget is spent
+
+
+@dataclass
+class DFSResult:
+    root: Node | None = None
+    terminal_nodes: list[Node] = field(default_factory=list)
+    give_up_nodes: list[Node] = field(default_factory=list)
+    out_of_budget: bool = False
+
+
+def run_dfs(agent: Agent, ctx: QueryContext, root: Node, width: int = 2, max_step: int = 12,
+            max_query_count: int = 200) -> DFSResult:
+    result = DFSResult(root=root)
+
+    def previous_candidates(node: Node) -> list[dict]:
+        candidates = []
+        for child in node.children:
+            probe = child
+            while probe.node_type != ACTION_INPUT and probe.children:
+                probe = probe.children[0]
+            if probe.node_type == ACTION_INPUT and probe.father is not None:
+                candidates.append({"name": probe.father.description, "arguments": probe.description,
+                                   "function_output": probe.observation, "mento-carlo-action-value": 0.0})
+        return candidates
+
+    def dfs(node: Node) -> int:
+        node.expand_num = ctx.budget.expand_counter
+        ctx.budget.expand_counter += 1
+        if node.depth >= max_step or node.pruned or node.is_terminal:
+            if node.is_terminal:
+                mark_finished(node)
+                result.terminal_nodes.append(node)
+                return 2
+            node.pruned = True
+            if node.observation_code == E.STATUS_GIVE_UP:
+                result.give_up_nodes.append(node)
+                return 2
+            return 1
+        for _ in range(width):
+            diversity = None
+            if node.children:
+                candidates = previous_candidates(node)
+                if candidates:
+                    diversity = diversity_message(candidates, node.observation or None)
+                    node.messages.append(diversity)  # stays in this branch's history, as upstream
+            completion = agent.generate(node, ctx)
+            if ctx.budget.query_count >= max_query_count:  # upstream discards the reply that hits the cap
+                result.out_of_budget = True
+                return OUT_OF_BUDGET
+            last = agent.grow(node, ctx, completion)
+            if diversity is not None:
+                diversity["valid"] = False  # OpenAI-style requests skip it from now on
+            r = dfs(last)
+            if result.terminal_nodes:
+                return FOUND
+            if r > 1:
+                return r - 1
+        return 1
+
+    dfs(root)
+    return result

@@ -1,0 +1,59 @@
+"""A scripted model: answers from a Python function (tests, benchmarks, dry runs of a set-up).
+
+``ScriptedBackend(script)`` calls ``script(request) -> Completion | str`` for every request, after an
+optional fixed delay (harness-overhead benchmarks). Without a script it plays a minimal agent with native
+tool calls: call the first function with its example values, then Finish with an answer.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import Callable
+
+from .base import Completion, ModelRequest
+
+
+def default_script(request: ModelRequest) -> Completion:
+    functions = [t["function"] for t in request.tools or []]
+    if not request.key.get("path") and functions and functions[0]["name"] != "Finish":
+        first = functions[0]
+        properties = first["parameters"].get("properties", {})
+        arguments = {k: v.get("example_value", "") for k, v in properties.items()
+                     if k in first["parameters"].get("required", [])}
+        call = {"name": first["name"], "arguments": json.dumps(arguments)}
+    else:
+        call = {"name": "Finish", "arguments": json.dumps({"return_type": "give_answer",
+                                                           "final_answer": "scripted answer"})}
+    return Completion(text=None, tool_calls=[{"id": f"call_{len(request.key.get('path', []))}",
+                                              "type": "function", "function": call}])
+
+
+class ScriptedBackend:
+    name = "scripted"
+
+    def __init__(self, script: Callable[[ModelRequest], Completion | str] | None = None, delay_s: float = 0.0,
+                 model: str = "scripted", **_: object):
+        self.script = script or default_script
+        self.delay_s = float(delay_s)
+        self.model_name = model
+        self.requests: list[ModelRequest] = []
+        self._lock = threading.Lock()
+
+    def preflight(self) -> None:
+        return None
+
+    def complete(self, request: ModelRequest) -> Completion:
+        started = time.perf_counter()
+        with self._lock:
+            self.requests.append(request)
+        if self.delay_s:
+            time.sleep(self.delay_s)
+        out = self.script(request)
+        completion = Completion(text=out) if isinstance(out, str) else out
+        completion.latency_s = time.perf_counter() - started
+        completion.prompt_tokens = completion.prompt_tokens or len((request.prompt or json.dumps(request.messages)).split())
+        completion.completion_tokens = completion.completion_tokens or len((completion.text or "").split()) + 1
+        completion.finish_reason = completion.finish_reason or "stop"
+        return completion

@@ -1,0 +1,128 @@
+"""Runs: the embedded server, resume after a kill, shards and merge, manifest, bad settings."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from runners.cli import main
+from runners.config import RunConfig
+from runners.models.scripted import ScriptedBackend
+from runners.run import Runner
+
+
+def run_args(tmp_path, name, *extra):
+    return ["run", "--name", name, "--out-root", str(tmp_path), "--backend", "scripted", "--dialect",
+            "openai-tools", "--quiet", *extra]
+
+
+def answers(run_dir):
+    return {p.relative_to(run_dir).as_posix(): p.read_bytes() for p in sorted(run_dir.glob("*/*.json"))}
+
+
+def test_run_writes_upstream_files_and_manifest(tmp_path, capsys):
+    assert main(run_args(tmp_path, "r1")) == 0
+    run_dir = tmp_path / "r1"
+    files = answers(run_dir)
+    assert len(files) == 6  # the sample set: one evaluated query per group
+    for content in files.values():
+        data = json.loads(content)
+        assert data["win"] and data["answer_generation"]["valid_data"]
+        assert data["forward_args"] == {"single_chain_max_step": 12, "pass_at": 1, "answer": 1}
+        assert data["answer_generation"]["function"][-1]["function"]["name"] == "Finish"  # current flavour
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["totals"]["queries"] == 6 and manifest["totals"]["model_calls"] == 12
+    assert manifest["parser"] == "openai-tools" and manifest["compat"]["mode"] == "stb"
+    steps = [json.loads(line) for line in (run_dir / "steps.jsonl").read_text().splitlines()]
+    assert len(steps) == 12 and {s["status"] for s in steps} == {0, 3}
+    # a second run of the same command has nothing to do and changes nothing
+    before = answers(run_dir)
+    assert main(run_args(tmp_path, "r1")) == 0
+    assert answers(run_dir) == before
+    assert json.loads((run_dir / "manifest.json").read_text())["sessions"][-1]["skipped_as_done"] == 6
+
+
+def test_killed_run_resumes_without_loss_or_duplicates(tmp_path, project_root):
+    cmd = [sys.executable, "-m", "runners.cli", *run_args(tmp_path, "k", "--concurrency", "2",
+                                                          "--backend-option", "delay_s=0.25")]
+    proc = subprocess.Popen(cmd, cwd=project_root, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    run_dir = tmp_path / "k"
+    deadline = time.monotonic() + 60
+    while len(list(run_dir.glob("*/*.json"))) < 2 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    done = answers(run_dir)
+    assert 2 <= len(done) < 6, "the kill should land mid-run"
+    for content in done.values():
+        json.loads(content)  # every answer file on disk is whole
+    assert main(run_args(tmp_path, "k", "--concurrency", "2")) == 0
+    after = answers(run_dir)
+    assert len(after) == 6
+    assert all(after[name] == content for name, content in done.items())  # finished work untouched
+    stats = [json.loads(line) for line in (run_dir / "queries.jsonl").read_text().splitlines()]
+    ids = [s["query_id"] for s in stats]
+    assert sorted(ids) == sorted(set(ids)) and len(ids) == 6  # each query ran exactly once
+
+
+def test_shards_merge_into_the_full_run(tmp_path, capsys):
+    for shard in ("1/2", "2/2"):
+        assert main(run_args(tmp_path, f"s{shard[0]}", "--shard", shard)) == 0
+    sizes = [len(answers(tmp_path / name)) for name in ("s1", "s2")]
+    assert sizes == [3, 3]
+    assert main(["merge", str(tmp_path / "s1"), str(tmp_path / "s2"), "--out", str(tmp_path / "all")]) == 0
+    merged = answers(tmp_path / "all")
+    assert len(merged) == 6
+    assert json.loads((tmp_path / "all" / "manifest.json").read_text())["totals"]["queries"] == 6
+    assert len((tmp_path / "all" / "steps.jsonl").read_text().splitlines()) == 12
+    # a shard run with other settings is refused
+    assert main(run_args(tmp_path, "odd", "--shard", "1/2", "--max-step", "6")) == 0
+    capsys.readouterr()
+    assert main(["merge", str(tmp_path / "s1"), str(tmp_path / "odd"), "--out", str(tmp_path / "bad")]) == 2
+    assert "max_step" in capsys.readouterr().err
+
+
+def test_changed_settings_in_an_existing_run_are_refused(tmp_path, capsys):
+    assert main(run_args(tmp_path, "c", "--limit", "1", "--groups", "G1_instruction")) == 0
+    capsys.readouterr()
+    assert main(run_args(tmp_path, "c", "--method", "DFS_woFilter_w2")) == 2
+    assert "holds a different run" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("extra,needle", [
+    (["--method", "BFS@3"], "unknown method"),
+    (["--shard", "3/2"], "bad shard"),
+    (["--groups", "G5_x"], "unknown group"),
+    (["--dialect", "toolllamma"], "Did you mean toolllama"),
+    (["--dialect-option", "nothing"], "KEY=VALUE"),
+])
+def test_bad_settings_exit_2_and_write_nothing(tmp_path, capsys, extra, needle):
+    assert main(run_args(tmp_path, "bad", *extra)) == 2
+    assert needle in capsys.readouterr().err
+    assert not list((tmp_path / "bad").glob("*/*.json"))
+
+
+def test_yaml_config_and_flags(tmp_path, capsys):
+    config = tmp_path / "run.yaml"
+    config.write_text("name: y\nmethod: DFS_woFilter_w2\ngroups: [G1_tool]\nbackend: scripted\n"
+                      "dialect: openai-tools\n")
+    assert main(["run", "--config", str(config), "--out-root", str(tmp_path), "--quiet"]) == 0
+    assert [p.name for p in (tmp_path / "y").glob("*/*.json")] == ["900004_DFS_woFilter_w2.json"]
+    config.write_text("nmae: typo\n")
+    assert main(["run", "--config", str(config), "--out-root", str(tmp_path)]) == 2
+    assert "unknown setting(s) nmae" in capsys.readouterr().err
+
+
+def test_concurrency_gives_the_same_files(tmp_path):
+    outputs = []
+    for name, concurrency in (("one", 1), ("four", 4)):
+        cfg = RunConfig(name=name, out_root=str(tmp_path), backend="scripted", dialect="openai-tools",
+                        concurrency=concurrency)
+        Runner(cfg, backend=ScriptedBackend(delay_s=0.01), progress=False).run()
+        outputs.append(answers(tmp_path / name))
+    assert outputs[0] == outputs[1]
