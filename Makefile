@@ -8,7 +8,28 @@ TBA         := $(BIN)/tba
 # upstream data for reproduction (tests find ../shared themselves and skip with a reason when absent)
 STB_ROOT    ?= $(or $(TBA_STB_ROOT),../shared/stabletoolbench)
 
-.PHONY: help install test lint data reproduce compare-parsers bench bench-parsers clean
+.PHONY: help install test lint data eval bench-runner clean
+
+# make eval: every part can be overridden, e.g.
+#   make eval BACKEND=openai-completions BASE_URL=http://127.0.0.1:8000/v1 MODEL=ToolLLaMA-2-7b-v2 \
+#             STB=../StableToolBench GROUPS="G1_instruction G1_tool" METHOD=DFS_woFilter_w2 CONCURRENCY=8
+BACKEND     ?= hf
+MODEL       ?=
+BASE_URL    ?=
+SERVER      ?= embedded
+STB         ?=
+GROUPS      ?=
+METHOD      ?= CoT@1
+DIALECT     ?= $(if $(filter openai-chat,$(BACKEND)),openai-tools,toolllama)
+PARSER      ?=
+CONCURRENCY ?= 1
+RUN         ?= eval-$(BACKEND)-$(subst @,,$(METHOD))
+CONFIG      ?= $(if $(filter hf,$(BACKEND)),runners/configs/smollm2.yaml)
+# the judge: the local model on the offline default (labelled as such), else the served model
+JUDGE_BACKEND ?= $(if $(filter hf,$(BACKEND)),hf,openai)
+JUDGE_MODEL   ?= $(MODEL)
+JUDGE_URL     ?= $(BASE_URL)
+EVAL_TIMES    ?= 3
 
 help:  ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort
@@ -33,5 +54,52 @@ lint: install  ## ruff
 data: install  ## fetch the upstream StableToolBench query files into data/stabletoolbench (needs a network)
 	$(TBA) data fetch --out data/stabletoolbench
 
+eval: install  ## run a model end to end and print its leaderboard row (offline default: SmolLM2 on data/sample)
+	$(TBA) run --name $(RUN) --backend $(BACKEND) --method $(METHOD) --dialect $(DIALECT) \
+	  --server $(SERVER) --concurrency $(CONCURRENCY) \
+	  $(if $(CONFIG),--config $(CONFIG)) $(if $(MODEL),--model $(MODEL)) $(if $(BASE_URL),--base-url $(BASE_URL)) \
+	  $(if $(STB),--stb-root $(STB),--tool-root data/sample/toolenv/tools) \
+	  $(if $(GROUPS),--groups $(GROUPS)) $(if $(PARSER),--parser $(PARSER))
+	$(TBA) evaluate results/runs/$(RUN) --judge-backend $(JUDGE_BACKEND) --evaluate-times $(EVAL_TIMES) \
+	  $(if $(JUDGE_MODEL),--judge-model $(JUDGE_MODEL)) $(if $(JUDGE_URL),--judge-url $(JUDGE_URL))
+
+bench-runner: install  ## harness overhead: throughput at concurrency 1, 8, 32 against the ideal, ms per step
+	$(BIN)/python benchmarks/bench_runner.py
+
 clean:  ## remove caches (keeps .venv and results/)
 	rm -rf .pytest_cache .ruff_cache .hypothesis build *.egg-info
+
+.PHONY: reproduce
+reproduce: install  ## recompute SoPR/SoWR from StableToolBench's released labels (STB root: $TBA_STB_ROOT or ../shared/stabletoolbench)
+	$(TBA) reproduce --stb-root $(STB_ROOT) --leaderboard
+
+# the virtual API server: PORT=0 picks a free port; CACHE/SIMULATOR as for `tba serve --help`
+PORT        ?= 8080
+CACHE       ?= results/tool_response_cache
+SIMULATOR   ?= schema
+.PHONY: serve
+serve: install  ## run the virtual API server (tba serve) on 127.0.0.1:$(PORT) with the cache in $(CACHE)
+	$(TBA) serve --port $(PORT) --cache $(CACHE) --simulator $(SIMULATOR) $(if $(wildcard $(STB_ROOT)/solvable_queries),--stb-root $(STB_ROOT))
+
+.PHONY: bench-server
+bench-server: install  ## cache-hit req/s and p50/p99: embedded server vs upstream's reread-per-request design
+	$(BIN)/python benchmarks/bench_server.py
+
+# parser comparison: INPUT may be JSONL of texts, answer files or run folders
+PARSER_INPUT ?= ../shared/fixtures/react_outputs_dev.jsonl
+PARSER_OUT   ?= results/parser_comparison
+.PHONY: compare-parsers
+compare-parsers: install  ## every parser variant on the same outputs (PARSER_INPUT) -> report in PARSER_OUT
+	$(TBA) compare-parsers --input $(PARSER_INPUT) --out $(PARSER_OUT)
+
+.PHONY: bench-parsers
+bench-parsers: install  ## µs per parse for each parser variant on the dev corpus, react-robust/react-find ratio
+	$(BIN)/python benchmarks/bench_parsers.py
+
+.PHONY: model
+model: install  ## convert the local SmolLM2-135M-Instruct once into .cache/models (offline, ~30 s; later loads <1 s)
+	$(BIN)/python -m runners.models.local_model
+
+.PHONY: bench-hf
+bench-hf: model  ## hf backend on this machine: cached load time and generated tokens per second
+	$(BIN)/python benchmarks/bench_hf_backend.py

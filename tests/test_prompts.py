@@ -71,7 +71,12 @@ def test_chat_template_option_and_prefill(toolset):
     rendered = dialect.render(initial_messages(toolset), toolset)
     assert rendered.prompt is None and rendered.prefill == "Thought: "
     (message,) = rendered.messages
-    assert message["role"] == "user" and "Example of one step:" in message["content"]
+    assert message["role"] == "user" and "Example of the format" in message["content"]
+    # the example follows the first user turn, so later turns see the real history after it
+    assert message["content"].index("Example of the format") > message["content"].index("Begin!")
+    assert message["content"].endswith('"<the answer>"}\nAssistant:\n')
+    assert make_dialect("toolllama", stop_at_next_step=True).render(
+        initial_messages(toolset), toolset).stop == ["</s>", "\nThought:", "\nObservation:", "\nFunction:"]
     with pytest.raises(ValueError):
         make_dialect("toolllama", history="everything")
 

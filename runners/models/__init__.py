@@ -6,5 +6,6 @@ BACKENDS.register("openai-completions", "runners.models.openai_completions:OpenA
 BACKENDS.register("openai-chat", "runners.models.openai_chat:OpenAIChatBackend")
 BACKENDS.register("hf", "runners.models.hf:HFBackend")
 BACKENDS.register("replay", "runners.models.replay:ReplayBackend")
+BACKENDS.register("scripted", "runners.models.scripted:ScriptedBackend")
 
 __all__ = ["BACKENDS", "Backend", "Completion", "ModelRequest"]

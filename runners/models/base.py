@@ -7,9 +7,11 @@ never raise for a model-side failure after retries: they return a Completion wit
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from toolbench_adapter.errors import InputError
 from toolbench_adapter.registry import Registry
 
 
@@ -60,3 +62,23 @@ class Backend(Protocol):
 
 # name -> Backend class or "module:attr"; entry point group toolbench_adapter.backends
 BACKENDS: Registry[type] = Registry("backends")
+
+
+def backend_option(name: str, value: Any, kind: type = float) -> Any:
+    """A constructor option as a number: CLI options (--backend-option KEY=VALUE) arrive as strings."""
+    if value is None or isinstance(value, kind):
+        return value
+    try:
+        return kind(value)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"backend option {name}={value!r} is not a{'n integer' if kind is int else ' number'}",
+                         field=name, fix=f"write e.g. --backend-option {name}=3") from exc
+
+
+def reject_unknown_options(backend_class: type, unknown: dict) -> None:
+    """Unknown keyword options are an input error that names the known ones, not a TypeError."""
+    if unknown:
+        params = inspect.signature(backend_class.__init__).parameters.values()
+        known = [p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY]
+        raise InputError(f"the {backend_class.name} backend has no option {', '.join(map(repr, sorted(unknown)))}",
+                         field="--backend-option", fix=f"known options: {', '.join(known)}")

@@ -7,7 +7,10 @@ Options (each recorded in the run manifest; the defaults are upstream's):
 - template: "raw" (the text prompt as above, for /v1/completions) or "chat" (that same text sent as one user
   message through the model's chat template: for instruction-tuned models that were not trained on it).
 - prefill: text placed after the generation prompt and returned in front of the output (e.g. "Thought: ").
-- example: append one worked step built from the query's own first function (for small models).
+- example: a worked example built from the query's own first function, placed right after the first user
+  turn (small models copy it; later turns see the real history after it).
+- stop_at_next_step: also stop at "\nThought:", "\nObservation:" and "\nFunction:" so a model that goes on
+  writing the next step stops early (saves tokens; the parser sees one step).
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ from ..protocol import react as R
 from ..toolset import Toolset
 from .base import Dialect, Rendered
 
-DEFAULTS = {"history": "raw", "template": "raw", "prefill": "", "example": False}
+DEFAULTS = {"history": "raw", "template": "raw", "prefill": "", "example": False, "stop_at_next_step": False}
+NEXT_STEP_STOPS = ["\nThought:", "\nObservation:", "\nFunction:"]
 
 
 @dataclass
@@ -44,6 +48,7 @@ class ToolLLaMADialect(Dialect):
     def render_text(self, messages: list[dict], toolset: Toolset) -> str:
         functions = toolset.inner_functions
         parts = []
+        example_added = False
         for message in messages:  # "valid": False messages are kept, as upstream does for ToolLLaMA
             role = R.ROLE_MAP.get(message["role"])
             if role is None:
@@ -51,18 +56,20 @@ class ToolLLaMADialect(Dialect):
             content = message.get("content") or ""
             if role == R.ROLE_SYSTEM:
                 content = process_system_message(content, functions)
-                if self.options["example"]:
-                    content += worked_example(toolset)
             parts.append(R.TURN_TEMPLATE.format(role=role, content=content))
+            if role == R.ROLE_USER and self.options["example"] and not example_added:
+                parts.append(worked_example(toolset))
+                example_added = True
         parts.append(R.GENERATION_PROMPT)
         return "".join(parts)
 
     def render(self, messages: list[dict], toolset: Toolset) -> Rendered:
         text = self.render_text(messages, toolset)
         prefill = self.options["prefill"]
+        stop = [R.STOP] + (NEXT_STEP_STOPS if self.options["stop_at_next_step"] else [])
         if self.options["template"] == "chat":
-            return Rendered(messages=[{"role": "user", "content": text}], stop=[R.STOP], prefill=prefill)
-        return Rendered(prompt=text, stop=[R.STOP], prefill=prefill)
+            return Rendered(messages=[{"role": "user", "content": text}], stop=stop, prefill=prefill)
+        return Rendered(prompt=text, stop=stop, prefill=prefill)
 
     def assistant_content(self, text: str | None, parsed: ParsedTurn) -> str | None:
         if self.options["history"] == "thought":
@@ -77,11 +84,11 @@ def worked_example(toolset: Toolset) -> str:
     required = [name for name in first["parameters"].get("required", []) if name]
     arguments = {name: properties[name].get("example_value", "") for name in required if name in properties}
     return (
-        "\nExample of one step:\n"
-        f"Thought: I should call {first['name']} first.\n"
+        "Example of the format (one step per reply; values are only an illustration):\n"
+        f"Thought: I should call {first['name']}.\n"
         f"Action: {first['name']}\n"
         f"Action Input: {json.dumps(arguments)}\n"
-        "Example of the last step:\n"
+        "and once the results answer the question:\n"
         "Thought: I have what the user asked for.\n"
         "Action: Finish\n"
         'Action Input: {"return_type": "give_answer", "final_answer": "<the answer>"}\n'

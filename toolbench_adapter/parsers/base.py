@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any, Protocol
 
 from ..registry import Registry
 
 
-class ErrorKind(str, Enum):
+class ErrorKind(StrEnum):
     """Why a turn did not yield a clean call. One kind per turn: the first problem met."""
 
     NONE = "none"
@@ -28,9 +28,13 @@ class ErrorKind(str, Enum):
     BAD_LINE = "bad_line"
     ERROR_FIELD = "error_field"
     SCHEMA_VIOLATION = "schema_violation"
+    NAME_WHITESPACE = "name_whitespace"  # the action name carries spaces or a \r: upstream matching misses it
+    CONTROL_CHARACTERS = "control_characters"  # raw newlines/tabs inside JSON strings (decoded leniently)
+    NOT_APPLICABLE = "not_applicable"  # the input is not of the kind this parser reads (openai-tools on text)
+    PARSER_CRASH = "parser_crash"  # the catch-all at the contract boundary fired: a parser bug, never normal
 
 
-class Rung(str, Enum):
+class Rung(StrEnum):
     """The rung of the JSON ladder that produced the arguments (first that worked)."""
 
     STRICT = "strict"

@@ -31,6 +31,9 @@ STOP = "</s>"  # toolbench/tool_conversation.py sep2 / tool_llama_vllm_model.py 
 VLLM_TRUNCATE_PROMPT_TOKENS = 7168
 CONTEXT_TOKENS = 8192
 TOO_LONG_CONTENT = "The response is too long, please try again.\nOrignal response: "
+# same file: the forced give-up call that replaces a too-long response (id is the integer 0 upstream)
+TOO_LONG_TOOL_CALL_ID = 0
+TOO_LONG_GIVE_UP_ARGUMENTS = '{"return_type": "give_up_and_restart"}'
 # toolbench/inference/LLM/tool_llama_model.py: prompt ids left-truncated to 8192 - 1024 - 8
 HF_PROMPT_TOKEN_LIMIT = 8192 - 1024 - 8
 

@@ -1,0 +1,42 @@
+"""tba convert: raw answer files -> one converted answer file (the judges' input)."""
+
+from __future__ import annotations
+
+import argparse
+
+from toolbench_adapter.answers.convert import ORDERS, convert_folder, write_json_atomic
+
+HELP = """\
+Convert the raw answer files of one group folder ({qid}_{method}.json, both message styles) into the
+converted format {qid: {query, available_tools, answer}} that `tba judge` reads, as StableToolBench's
+convert_to_answer_format.py does. Invalid answers fall back to a random CoT try or a random walk of the
+DFS tree, with upstream's RNG (seed 42, drawn at every step of every file), so the file order matters:
+upstream read files in os.listdir order, recorded by the key order of its output (--order-from)."""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("convert", help="raw answer files -> converted answer file", description=HELP,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--answers", required=True, metavar="DIR",
+                        help="folder of one group's raw answers, e.g. results/run1/G1_instruction")
+    parser.add_argument("--method", required=True,
+                        help="substring that selects files (e.g. CoT@1, DFS_woFilter_w2); also picks the "
+                        "fallback for invalid answers (CoT or DFS) and is written as answer.method")
+    parser.add_argument("--out", required=True, metavar="FILE", help="converted answer file to write (atomically)")
+    parser.add_argument("--order", choices=ORDERS, default="name",
+                        help="file order, which decides the random fallbacks (default: sorted names)")
+    parser.add_argument("--order-from", metavar="FILE", default=None,
+                        help="process files in the key order of this (upstream) converted file")
+    parser.add_argument("--seed", type=int, default=42, help="converter RNG seed (upstream: 42)")
+    parser.add_argument("--indent", type=int, default=None,
+                        help="JSON indent (default: none, as the released converted files; upstream HEAD uses 2)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    converted = convert_folder(args.answers, args.method, order=args.order, order_from=args.order_from,
+                               seed=args.seed)
+    write_json_atomic(converted, args.out, indent=args.indent)
+    invalid = sum(1 for item in converted.values() if not item["answer"]["final_answer"])
+    print(f"converted {len(converted)} answers ({invalid} with an empty final answer) -> {args.out}")
+    return 0

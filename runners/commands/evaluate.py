@@ -1,0 +1,53 @@
+"""tba evaluate: convert, judge and tabulate one run folder."""
+
+from __future__ import annotations
+
+HELP = """\
+Turns a run folder into its leaderboard row: converts every group's answer files (StableToolBench's
+converted format), judges them with the StableToolBench decision procedure (--evaluate-times repeats,
+cached), scores SoPR (upstream: answered queries; strict: the whole test set) and writes the leaderboard and
+the error taxonomy (status codes and parse error kinds per group) under RUN/tables. The judge is named in
+every table. Judges: --judge-backend openai (any OpenAI-compatible endpoint: --judge-url, --judge-model) or
+hf (a local transformers model, prompt-driven JSON; the offline default judges with the same small model
+that ran, and the table says so)."""
+
+
+def register(subparsers) -> None:
+    import argparse
+
+    p = subparsers.add_parser("evaluate", help="convert, judge and tabulate a run folder", description=HELP,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("run_dir", help="a folder written by tba run")
+    p.add_argument("--judge-backend", default="openai", help="openai (default) or hf (local model)")
+    p.add_argument("--judge-model", default=None, help="judge model (openai: served name; hf: local folder)")
+    p.add_argument("--judge-url", default=None, help="OpenAI-compatible base URL of the judge")
+    p.add_argument("--judge-api-key", default=None)
+    p.add_argument("--judge-mode", choices=("auto", "json", "tools"), default="auto",
+                   help="tools = forced tool call; json = prompt-driven JSON; auto = by the judge's abilities")
+    p.add_argument("--evaluator", default=None, help="evaluator folder or name (default: the project's own)")
+    p.add_argument("--evaluators-dir", default=None, help="where evaluator names are looked up")
+    p.add_argument("--evaluate-times", type=int, default=3, help="independent judgements per query (default 3)")
+    p.add_argument("--concurrency", type=int, default=4)
+    p.add_argument("--cache", default="results/cache/judge.jsonl", help="judgement cache file")
+    p.add_argument("--model-label", default=None, help="row name in the tables (default: the run's model)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    import os
+
+    from toolbench_adapter.evaluation.chat import build_chat_client
+
+    from ..evaluate import evaluate_run
+
+    model = args.judge_model or os.environ.get("TBA_JUDGE_MODEL") or ("gpt-4o-mini" if args.judge_backend == "openai"
+                                                                      else None)
+    client = build_chat_client(args.judge_backend, model=model, base_url=args.judge_url or os.environ.get(
+        "TBA_JUDGE_URL"), api_key=args.judge_api_key)
+    result = evaluate_run(args.run_dir, client, evaluator=args.evaluator, evaluators_dir=args.evaluators_dir,
+                          mode=args.judge_mode, evaluate_times=args.evaluate_times, concurrency=args.concurrency,
+                          cache_path=args.cache, model_label=args.model_label, progress=not args.quiet)
+    print(result.text)
+    print("written: " + ", ".join(str(p) for p in result.written))
+    return 0

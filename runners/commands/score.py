@@ -1,0 +1,43 @@
+"""tba score: SoPR / SoWR from label files (upstream JSON or tab-separated CSV, or ours), as a score file."""
+
+from __future__ import annotations
+
+import argparse
+
+from toolbench_adapter.evaluation.results import rows_from_labels, write_score_file
+
+HELP = """\
+Score label files without any judge request. Pass-rate labels ({group}_{model}.json or .csv, upstream layout)
+give SoPR as upstream computes it (Solved 1, Unsure 0.5; per-repeat score over answered queries; mean and
+population std over repeats) and, with --test-ids, strict (denominator = the whole test set, missing answers
+Unsolved). Preference files ({group}_{ref}_{out}.json or .csv) give SoWR as upstream (wins / all ids, ties 0)
+and corrected (ties count half). Files and folders (searched recursively) may be mixed."""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("score", help="SoPR / SoWR from label files", description=HELP,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("labels", nargs="+", metavar="LABELS", help="label files or folders")
+    parser.add_argument("--test-ids", default=None, metavar="DIR",
+                        help="test-id folder ({group}.json) for the strict SoPR, e.g. <stb>/solvable_queries/test_query_ids")
+    parser.add_argument("--evaluate-times", type=int, default=None,
+                        help="repeats to score (default: the highest repeat index found + 1)")
+    parser.add_argument("--prefer", choices=[".json", ".csv"], default=".json",
+                        help="when a JSON and a CSV label file sit side by side, score this one (default .json)")
+    parser.add_argument("--out", default=None, metavar="FILE", help="write the rows as a score file for `tba table`")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    rows = rows_from_labels(args.labels, args.test_ids, args.evaluate_times, args.prefer)
+    for row in rows:
+        with_std = row.score.metric == "SoPR"
+        name = f"{row.model} vs {row.reference}" if row.reference else row.model
+        extra = f", {row.score.errors} judge errors" if row.score.errors else ""
+        extra += f", {row.score.missing} missing" if row.score.missing else ""
+        print(f"{row.score.metric} {row.score.mode:<9} {row.group:<15} {name}: {row.score.text(with_std)} "
+              f"(n={row.score.n}{extra}; {row.score.note})")
+    if args.out:
+        write_score_file(args.out, rows)
+        print(f"score file: {args.out}")
+    return 0

@@ -1,0 +1,85 @@
+"""``tba serve``: the embedded virtual API server (same /virtual protocol as StableToolBench's)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from toolbench_adapter.compat import Compat
+from toolbench_adapter.errors import InputError
+from toolbench_adapter.protocol.server import DEFAULT_PORT, VIRTUAL_PATH
+
+HELP = """\
+Serve POST /virtual (StableToolBench's request format) from a response cache in the upstream layout
+({category}/{tool}_for_{category}/{api}.json); a cache miss goes to a simulator. Also GET /health and
+GET /stats (hits, misses, latency percentiles by source). Binds to 127.0.0.1 unless --host says otherwise.
+Simulated entries are marked in <cache>/_simulated/ (same layout); see toolbench_adapter/server/cache.py."""
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("serve", help="run the virtual API server (cache + simulator)", description=HELP,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1, loopback only)")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT,
+                        help=f"port (default {DEFAULT_PORT}, as upstream); 0 picks a free port and prints the URL")
+    parser.add_argument("--cache", default=None, metavar="DIR",
+                        help="response cache folder (e.g. StableToolBench's tool_response_cache, or one built by "
+                        "`tba cache build`). Default: none, answers are kept in memory only")
+    parser.add_argument("--tools", default=None, metavar="DIR",
+                        help="tool environment (toolenv/tools/{Category}/{tool}.json): tool and api docs for simulators")
+    parser.add_argument("--stb-root", default=None, metavar="DIR",
+                        help="StableToolBench checkout (solvable_queries/): api docs and template_response for the "
+                        "schema simulator, and validation of category/tool/api on a cache miss. Default: "
+                        "$TBA_STB_ROOT; without either, requests are not validated")
+    parser.add_argument("--simulator", default="schema",
+                        help="what answers a cache miss: schema (offline, deterministic; default), llm (any "
+                        "OpenAI-compatible chat model), mirrorapi (a vLLM-served MirrorAPI model), none (an error answer)")
+    parser.add_argument("--save", action=argparse.BooleanOptionalAction, default=True,
+                        help="write simulated answers to the cache folder (default: on)")
+    parser.add_argument("--compat", choices=["stb", "strict"], default="stb",
+                        help="stb: simulated answers also go into the main cache files, as upstream does (still "
+                        "marked in _simulated/); strict: only into _simulated/")
+    parser.add_argument("--max-body-bytes", type=int, default=None, help="largest request body accepted (default 1 MiB)")
+    parser.add_argument("--llm-base-url", default=None,
+                        help="llm/mirrorapi: OpenAI-compatible base URL (default http://127.0.0.1:12345/v1)")
+    parser.add_argument("--llm-model", default=None, help="llm/mirrorapi: model name as the endpoint knows it")
+    parser.add_argument("--llm-api-key-env", default="OPENAI_API_KEY",
+                        help="llm/mirrorapi: environment variable holding the API key (default OPENAI_API_KEY)")
+    parser.add_argument("--llm-temperature", type=float, default=None,
+                        help="llm/mirrorapi temperature (defaults: llm 0, mirrorapi 0.1 as upstream)")
+    parser.add_argument("--mirror-system-prompt", default=None, metavar="FILE",
+                        help="mirrorapi: file holding upstream's SFT_SYSTEM prompt (server/system_prompts.py); not "
+                        "shipped with this project. Without it a stand-in prompt is used")
+    parser.add_argument("--log-level", default="warning", help="uvicorn log level (default warning)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from toolbench_adapter.server.app import DEFAULT_MAX_BODY_BYTES, ServerConfig, build_virtual_server, create_app
+    from toolbench_adapter.server.runner import bind, serve_forever, url_of
+    from toolbench_adapter.server.simulators import SimulatorOptions
+
+    if args.mirror_system_prompt and not os.path.isfile(args.mirror_system_prompt):
+        raise InputError("system prompt file not found", path=args.mirror_system_prompt,
+                         fix="save upstream's SFT_SYSTEM text to a file and pass its path")
+    defaults = SimulatorOptions()
+    options = SimulatorOptions(base_url=args.llm_base_url or defaults.base_url, model=args.llm_model or "",
+                               api_key=os.environ.get(args.llm_api_key_env, defaults.api_key),
+                               temperature=args.llm_temperature, system_prompt_file=args.mirror_system_prompt)
+    config = ServerConfig(cache_dir=args.cache, tools_dir=args.tools,
+                          stb_root=args.stb_root or os.environ.get("TBA_STB_ROOT") or None,
+                          simulator=args.simulator, simulator_options=options, save=args.save,
+                          compat=Compat.from_mode(args.compat),
+                          max_body_bytes=args.max_body_bytes or DEFAULT_MAX_BODY_BYTES)
+    server = build_virtual_server(config)
+    try:
+        sock = bind(args.host, args.port)
+    except OSError as exc:
+        raise InputError(f"cannot bind {args.host}:{args.port} ({exc.strerror})", field="--port",
+                         fix="choose another port, or --port 0 for a free one") from None
+    print(f"serving {url_of(sock)}{VIRTUAL_PATH} (simulator {server.simulator.name}, "
+          f"{server.cache.file_count} cache files, {len(server.catalog)} known apis)", flush=True)
+    serve_forever(create_app(server, config.max_body_bytes), sock, args.log_level)
+    print("stopped", file=sys.stderr)
+    return 0

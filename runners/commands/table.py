@@ -1,0 +1,63 @@
+"""tba table: leaderboard tables (Markdown, CSV, LaTeX, PNG) and per-run error taxonomy tables."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from toolbench_adapter.errors import InputError
+from toolbench_adapter.evaluation.results import is_score_file, read_score_file, rows_from_labels
+from toolbench_adapter.evaluation.storage import write_text_atomic
+from toolbench_adapter.report import tables, taxonomy
+
+HELP = """\
+Build leaderboards in the StableToolBench README layout: rows = model (method), columns I1 Inst, I1 Cat,
+I1 Tool, I2 Cat, I2 Inst, I3 Inst, Average; cells mean±std (one decimal); Average = mean of the group means ±
+mean of the group stds, as upstream. One table per metric and scoring mode (SoPR upstream/strict, SoWR
+upstream/corrected), captioned with the judge. Written as OUT/leaderboard_<metric>_<mode>.{md,csv,tex,png}.
+
+RESULTS may be, in any mix:
+  score files      written by `tba score --out`, `tba judge` (scores_*.json) or `tba reproduce --out`;
+  label files or folders   {group}_{model}.json/.csv pass-rate labels or {group}_{ref}_{out} preference
+                   files (upstream or ours), scored on the fly (add --test-ids for strict SoPR);
+  run folders      folders written by `tba run` (they hold steps.jsonl): an error-taxonomy table per run,
+                   OUT/taxonomy_<run>.{md,csv}: status codes and parse error kinds per group, and answer
+                   counts (queries, answered, valid)."""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("table", help="leaderboard and error-taxonomy tables", description=HELP,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("results", nargs="+", metavar="RESULTS", help="score files, label files/folders, run folders")
+    parser.add_argument("--out", default="results/tables", metavar="DIR", help="output folder (default results/tables)")
+    parser.add_argument("--test-ids", default=None, metavar="DIR", help="test-id folder for strict SoPR of label files")
+    parser.add_argument("--no-png", action="store_true", help="skip the bar charts")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    rows, runs = [], []
+    for item in map(Path, args.results):
+        if item.is_dir() and (item / taxonomy.STEPS_FILE).exists():
+            runs.append(item)
+        elif is_score_file(item):
+            rows.extend(read_score_file(item))
+        elif item.exists():
+            rows.extend(rows_from_labels([item], args.test_ids))
+        else:
+            raise InputError("no such file or folder", path=item)
+    out = Path(args.out)
+    for board in tables.build_leaderboards(rows):
+        written = tables.write_leaderboard(board, out, png=not args.no_png)
+        print(tables.to_markdown(board))
+        print("written: " + ", ".join(str(p) for p in written) + "\n")
+    for run_dir in runs:
+        tax = taxonomy.read_taxonomy(run_dir)
+        stem = out / f"taxonomy_{run_dir.resolve().name}"
+        write_text_atomic(stem.with_suffix(".md"), taxonomy.to_markdown(tax))
+        write_text_atomic(stem.with_suffix(".csv"), taxonomy.to_csv(tax))
+        print(taxonomy.to_markdown(tax))
+        print(f"written: {stem}.md, {stem}.csv\n")
+    if not rows and not runs:
+        raise InputError("no scores, labels or runs found in RESULTS", fix="see `tba table --help`")
+    return 0

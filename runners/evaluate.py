@@ -1,0 +1,87 @@
+"""A run folder -> converted answers -> judge labels -> leaderboard row and error taxonomy.
+
+Everything lands inside the run folder: converted/{model}/{group}.json (upstream layout), eval/ (labels,
+scores, judge metadata) and tables/ (leaderboard and taxonomy as Markdown, CSV, LaTeX, PNG)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from toolbench_adapter.answers.convert import convert_folder, write_json_atomic
+from toolbench_adapter.errors import InputError
+from toolbench_adapter.evaluation.evaluator import load_evaluator
+from toolbench_adapter.evaluation.judge import make_judge
+from toolbench_adapter.evaluation.run_judge import judge_file
+from toolbench_adapter.evaluation.storage import write_text_atomic
+from toolbench_adapter.queries import GROUPS, QuerySet
+from toolbench_adapter.report import tables, taxonomy
+
+from .run import MANIFEST
+
+
+@dataclass
+class Evaluation:
+    rows: list = field(default_factory=list)
+    boards: list = field(default_factory=list)
+    written: list[Path] = field(default_factory=list)
+    text: str = ""
+
+
+def safe_name(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_.@" else "_" for c in text).strip("_") or "model"
+
+
+def evaluate_run(run_dir: str | Path, client, *, evaluator: str | None = None, evaluators_dir: str | None = None,
+                 mode: str = "auto", evaluate_times: int = 3, concurrency: int = 4, cache_path: str | None = None,
+                 model_label: str | None = None, progress: bool = True) -> Evaluation:
+    run_dir = Path(run_dir)
+    manifest_path = run_dir / MANIFEST
+    if not manifest_path.exists():
+        raise InputError("not a run folder (no manifest.json)", path=run_dir, fix="pass a folder written by tba run")
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    method = manifest["config"]["method"]
+    model = safe_name(model_label or str(manifest.get("model") or manifest["config"]["backend"]))
+    groups = [g for g in GROUPS if (run_dir / g).is_dir()] + sorted(
+        p.name for p in run_dir.iterdir() if p.is_dir() and p.name.startswith("G") and p.name not in GROUPS)
+    if not groups:
+        raise InputError("the run folder holds no answer files yet", path=run_dir, fix="run tba run first")
+    try:
+        ids_dir = QuerySet(manifest["config"].get("stb_root")).ids_dir
+    except InputError:
+        ids_dir = None  # the checkout moved: strict scores need the test ids, upstream scores do not
+    spec = load_evaluator(evaluator, [evaluators_dir] if evaluators_dir else [])
+    judge = make_judge(client, spec, mode)
+    result = Evaluation()
+    for group in groups:
+        converted = convert_folder(run_dir / group, method)
+        converted_path = write_json_atomic(converted, run_dir / "converted" / model / f"{group}.json")
+        has_ids = ids_dir is not None and (ids_dir / f"{group}.json").exists()
+        outcome = judge_file(converted_path, judge, run_dir / "eval", group=group, model=model,
+                             evaluate_times=evaluate_times, test_ids_dir=ids_dir if has_ids else None,
+                             concurrency=concurrency, cache_path=cache_path, progress=progress)
+        result.rows.extend(outcome.rows)
+    parts = []
+    for board in tables.build_leaderboards(result.rows):
+        result.boards.append(board)
+        result.written.extend(tables.write_leaderboard(board, run_dir / "tables"))
+        parts.append(tables.to_markdown(board))
+    tax = taxonomy.read_taxonomy(run_dir)
+    stem = run_dir / "tables" / "taxonomy"
+    write_text_atomic(stem.with_suffix(".md"), taxonomy.to_markdown(tax))
+    write_text_atomic(stem.with_suffix(".csv"), taxonomy.to_csv(tax))
+    result.written.extend([stem.with_suffix(".md"), stem.with_suffix(".csv")])
+    parts.append(taxonomy.to_markdown(tax))
+    result.text = "\n".join(parts)
+    return result
+
+
+def hf_chat_client(model: str | None = None, base_url: str | None = None, api_key: str | None = None, **_):
+    """Judge with a local transformers model (default: SmolLM2-135M-Instruct); text only -> JSON mode."""
+    from .models.chat_adapter import BackendChatClient
+    from .models.hf import HFBackend
+
+    backend = HFBackend(model=model)
+    backend.preflight()
+    return BackendChatClient(backend)

@@ -1,0 +1,49 @@
+"""Any model backend as the judge's ChatClient (toolbench_adapter/evaluation/chat.py): ``name``,
+``supports_tools`` and ``chat(messages, *, tools, tool_choice, temperature, max_tokens) -> assistant dict``."""
+
+from __future__ import annotations
+
+from toolbench_adapter.errors import InputError
+
+from .base import ModelRequest
+
+DEFAULT_MAX_TOKENS = 1024
+
+
+class BackendChatError(RuntimeError):
+    """The backend gave up (after its own retries); the judge records it as a judge error."""
+
+
+def describe(backend) -> str:
+    """A name for tables: "gpt-4o-mini @ http://host/v1" for endpoints, "hf:SmolLM2-135M-Instruct (local)"."""
+    endpoint = getattr(backend, "endpoint", None)
+    if endpoint is not None:
+        return f"{endpoint.model} @ {endpoint.base_url}"
+    label = getattr(backend, "model", None) or backend.name
+    return f"{label} (local)" if backend.name == "hf" else str(label)
+
+
+class BackendChatClient:
+    def __init__(self, backend, name: str | None = None):
+        if not getattr(backend, "accepts_messages", True):
+            raise InputError(f"the {backend.name} backend takes text prompts, not chat messages", field="backend",
+                             fix="use openai-chat for an endpoint, or hf for the local model")
+        self.backend = backend
+        self.name = name or describe(backend)
+        # text-only backends (hf) get no tools: the judge then asks for JSON in the prompt instead
+        self.supports_tools = bool(getattr(backend, "supports_tools", False))
+
+    def chat(self, messages: list[dict], *, tools: list[dict] | None = None, tool_choice: dict | None = None,
+             temperature: float | None = None, max_tokens: int | None = None) -> dict:
+        use_tools = self.supports_tools and bool(tools)
+        request = ModelRequest(
+            messages=messages,
+            tools=tools if use_tools else None,
+            max_tokens=max_tokens or DEFAULT_MAX_TOKENS,
+            temperature=0.0 if temperature is None else temperature,
+            extra={"tool_choice": tool_choice} if use_tools and tool_choice is not None else {},
+        )
+        completion = self.backend.complete(request)
+        if completion.error:
+            raise BackendChatError(completion.error)
+        return completion.message()

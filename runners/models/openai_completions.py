@@ -1,0 +1,115 @@
+"""``openai-completions``: a prompt rendered on the client, sent to POST {base_url}/completions.
+
+The defaults are the upstream ToolLLaMA vLLM settings (reference §3.4): temperature 0, max_tokens 1024,
+stop "</s>", echo false, truncate_prompt_tokens 7168 as a body field. Because the prompt is rendered here,
+results never depend on a server-side tool parser.
+"""
+
+from __future__ import annotations
+
+import time
+
+from toolbench_adapter.protocol.functions import FINISH_NAME
+from toolbench_adapter.protocol.react import (
+    CONTEXT_TOKENS,
+    STOP,
+    TOO_LONG_CONTENT,
+    TOO_LONG_GIVE_UP_ARGUMENTS,
+    TOO_LONG_TOOL_CALL_ID,
+    VLLM_TRUNCATE_PROMPT_TOKENS,
+)
+
+from .base import Completion, ModelRequest, backend_option, reject_unknown_options
+from .openai_http import DEFAULT_BASE_URL, EndpointError, OpenAIEndpoint, first_choice, read_usage
+
+
+def merge_stops(defaults: list[str] | tuple[str, ...], extra: list[str]) -> list[str]:
+    """Default stops first, then the request's, without duplicates."""
+    return list(dict.fromkeys([*defaults, *extra]))
+
+
+def forced_give_up(text: str) -> tuple[str, list[dict]]:
+    """Upstream's answer to a response that filled the context: the text is kept behind a notice and
+    one Finish give_up_and_restart call replaces whatever the model said."""
+    call = {"id": TOO_LONG_TOOL_CALL_ID, "type": "function",
+            "function": {"name": FINISH_NAME, "arguments": TOO_LONG_GIVE_UP_ARGUMENTS}}
+    return TOO_LONG_CONTENT + text, [call]
+
+
+class OpenAICompletionsBackend:
+    name = "openai-completions"
+    accepts_messages = False
+    supports_tools = False
+
+    def __init__(
+        self,
+        *,
+        model: str | None = None,
+        base_url: str = DEFAULT_BASE_URL,
+        api_key: str | None = None,
+        timeout: float = 600.0,
+        retries: int = 3,
+        backoff: float = 1.0,
+        backoff_max: float = 30.0,
+        stop: list[str] | tuple[str, ...] = (STOP,),
+        truncate_prompt_tokens: int | None = VLLM_TRUNCATE_PROMPT_TOKENS,
+        force_give_up_when_too_long: bool = True,
+        context_tokens: int = CONTEXT_TOKENS,
+        **unknown,
+    ):
+        reject_unknown_options(type(self), unknown)
+        self.endpoint = OpenAIEndpoint(base_url=base_url, model=model, api_key=api_key, timeout=timeout,
+                                       retries=retries, backoff=backoff, backoff_max=backoff_max)
+        self.stop = (stop,) if isinstance(stop, str) else tuple(stop)
+        if isinstance(truncate_prompt_tokens, str) and truncate_prompt_tokens.lower() in ("none", ""):
+            truncate_prompt_tokens = None  # from the CLI: truncate_prompt_tokens=none leaves the field out
+        self.truncate_prompt_tokens = backend_option("truncate_prompt_tokens", truncate_prompt_tokens, int)
+        self.force_give_up_when_too_long = force_give_up_when_too_long
+        self.context_tokens = backend_option("context_tokens", context_tokens, int)
+
+    @property
+    def model(self) -> str | None:
+        return self.endpoint.model
+
+    def preflight(self) -> None:
+        self.endpoint.preflight()
+
+    def request_body(self, request: ModelRequest) -> dict:
+        prefill = request.extra.get("prefill", "")
+        body = {
+            "model": self.endpoint.model,
+            "prompt": request.prompt + prefill,
+            "temperature": request.temperature,
+            "max_tokens": request.max_tokens,
+            "stop": merge_stops(self.stop, request.stop),
+            "echo": False,
+        }
+        truncate = request.extra.get("truncate_prompt_tokens", self.truncate_prompt_tokens)
+        if truncate is not None:
+            body["truncate_prompt_tokens"] = truncate  # vLLM reads it from the body (upstream: extra_body)
+        return body
+
+    def complete(self, request: ModelRequest) -> Completion:
+        start = time.perf_counter()
+        if request.prompt is None:
+            return Completion(error=f"{self.name} needs a text prompt (request.prompt); "
+                                    "chat messages go to the openai-chat backend")
+        try:
+            data = self.endpoint.post("completions", self.request_body(request))
+            choice = first_choice(data)
+        except EndpointError as exc:
+            return Completion(error=f"{self.name}: {exc}", latency_s=time.perf_counter() - start)
+        prompt_tokens, completion_tokens, total = read_usage(data)
+        text = request.extra.get("prefill", "") + (choice.get("text") or "")
+        tool_calls = None
+        if self.force_give_up_when_too_long and total >= self.context_tokens:
+            text, tool_calls = forced_give_up(text)
+        return Completion(
+            text=text,
+            tool_calls=tool_calls,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            latency_s=time.perf_counter() - start,
+            finish_reason=choice.get("finish_reason"),
+            raw=data,
+        )

@@ -1,0 +1,89 @@
+"""The assistant turns of a recorded answer file (reference §7.1, §8), as a tree the replay backend can walk.
+
+A turn is an optional Thought node (its description is the text) followed by an Action node (function
+name) and an Action Input node (raw arguments); the children of that Action Input node are the next turns.
+A Thought with no Action after it is a turn that made no call (text only); its children are the next
+turns. The node types cannot tell "Thought + call" from "text-only Thought, then a call without text"
+when the Thought has a single Action child: that is read as one turn (the usual case); a Thought with
+several children (DFSDT expanded it) is read as text only. CoT files hold one chain per try, DFS files one tree; each try is its own tree.
+
+Turns are indexed by (path, attempt): path = the (name, raw arguments) of the calls made before the turn
+on its branch, attempt = its position among its siblings. Two turns can share a key (a text-only turn and
+its first child; identical sibling calls); the index keeps them in preorder, which is the order an
+upstream-shaped search (CoT tries, then DFSDT depth first, siblings in order) asks for them.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+PathKey = tuple[tuple[str, str], ...]
+TurnKey = tuple[PathKey, int]
+
+
+@dataclass
+class Turn:
+    text: str | None
+    call: tuple[str, str] | None  # (function name, raw arguments); None for a text-only turn
+    children: list[Turn] = field(default_factory=list)
+
+
+def _turns_below(node: dict) -> list[Turn]:
+    turns = []
+    for child in node.get("children") or []:
+        kind = child.get("node_type")
+        if kind == "Thought":
+            below = child.get("children") or []
+            if len(below) == 1 and below[0].get("node_type") == "Action":
+                turns.append(_call_turn(child.get("description"), below[0]))
+            else:
+                turns.append(Turn(child.get("description"), None, _turns_below(child)))
+        elif kind == "Action":
+            turns.append(_call_turn(None, child))
+    return turns
+
+
+def _call_turn(text: str | None, action: dict) -> Turn:
+    inputs = [c for c in action.get("children") or [] if c.get("node_type") == "Action Input"]
+    arguments = inputs[0].get("description", "") if inputs else ""
+    return Turn(text, (action.get("description") or "", arguments or ""), _turns_below(inputs[0]) if inputs else [])
+
+
+def _chain_as_tree(chain: list[dict]) -> dict:
+    """A CoT chain (root excluded) as a root node with nested single children; the input is not changed."""
+    root: dict = {"node_type": "Action Input", "description": "", "children": []}
+    parent = root
+    for node in chain:
+        copy = {**node, "children": []}
+        parent["children"] = [copy]
+        parent = copy
+    return root
+
+
+def turn_trees(answer: dict) -> list[list[Turn]]:
+    """The first turns of each tree in the file: one list per CoT try, or one for the DFS tree."""
+    if "trys" in answer:
+        return [_turns_below(_chain_as_tree(t.get("chain") or [])) for t in answer["trys"]]
+    if "tree" in answer:
+        tree = answer["tree"]
+        return [_turns_below(tree.get("tree", tree))]
+    raise ValueError("neither 'trys' (CoT) nor 'tree' (DFS) at the top level")
+
+
+def walk(trees: list[list[Turn]]):
+    """(path, attempt, turn) for every turn, in the order a replayed search asks for them."""
+    def visit(turns: list[Turn], path: PathKey):
+        for attempt, turn in enumerate(turns):
+            yield path, attempt, turn
+            yield from visit(turn.children, path + (turn.call,) if turn.call else path)
+
+    for first_turns in trees:
+        yield from visit(first_turns, ())
+
+
+def index_turns(trees: list[list[Turn]]) -> dict[TurnKey, list[Turn]]:
+    index: dict[TurnKey, list[Turn]] = defaultdict(list)
+    for path, attempt, turn in walk(trees):
+        index[(path, attempt)].append(turn)
+    return dict(index)

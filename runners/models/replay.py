@@ -1,0 +1,128 @@
+"""``replay``: the assistant turns of recorded answer files, so a released run goes through the whole
+pipeline deterministically, with no model.
+
+The runner says which turn it wants in ``request.key``: {"group", "query_id", "method", "path", "attempt"},
+path = [[name, arguments_raw], ...] of the calls made so far on the current branch, attempt = how many
+children the current node already has. Answer files are found as {folder}/{group}/{query_id}_{method}.json
+or, when the folder is the group folder itself, {folder}/{query_id}_{method}.json.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+from toolbench_adapter.errors import InputError
+
+from .base import Completion, ModelRequest, reject_unknown_options
+from .recorded_turns import Turn, TurnKey, index_turns, turn_trees
+
+KEY_FIELDS = ("group", "query_id", "method", "path", "attempt")
+
+
+class _RecordedQuery:
+    """One answer file's turns plus how often each key has been asked (keys shared by several turns are
+    served in recorded order, then from the start again)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.index = index_turns(turn_trees(json.loads(path.read_text(encoding="utf-8"))))
+        self.asked: dict[TurnKey, int] = {}
+        self.calls_served = 0
+
+    def next_turn(self, key: TurnKey) -> Turn | None:
+        turns = self.index.get(key)
+        if not turns:
+            return None
+        n = self.asked.get(key, 0)
+        self.asked[key] = n + 1
+        return turns[n % len(turns)]
+
+
+class ReplayBackend:
+    name = "replay"
+    accepts_messages = True
+    supports_tools = True
+
+    def __init__(
+        self,
+        *,
+        answers: str | Path | list[str | Path] | None = None,
+        model: str | None = None,  # `--model FOLDER` works too, so the CLI needs no replay-only flag
+        base_url: str | None = None,  # accepted so every backend takes the same keywords; not used
+        api_key: str | None = None,
+        timeout: float | None = None,
+        retries: int | None = None,
+        **unknown,
+    ):
+        reject_unknown_options(type(self), unknown)
+        folders = answers if answers is not None else model
+        if folders is None:
+            raise InputError("the replay backend needs answer folders", field="model",
+                             fix="pass --model with a folder of {group}/{query_id}_{method}.json answer files")
+        if isinstance(folders, (str, Path)):
+            folders = [folders]
+        self.folders = [Path(f).expanduser() for f in folders]
+        for folder in self.folders:
+            if not folder.is_dir():
+                raise InputError("answer folder not found", path=folder,
+                                 fix="pass a folder of {group}/{query_id}_{method}.json files (or a group folder)")
+        self.model = "replay:" + ",".join(str(f) for f in self.folders)
+        self._queries: dict[tuple[str, int, str], _RecordedQuery | None] = {}
+        self._lock = threading.Lock()
+
+    def preflight(self) -> None:
+        if not any(next(folder.rglob("*.json"), None) for folder in self.folders):
+            raise InputError("no answer files (*.json) in the replay folders", path=", ".join(map(str, self.folders)),
+                             fix="pass the output folder of a run ({group}/{query_id}_{method}.json)")
+
+    def answer_file(self, group: str, query_id: int, method: str) -> Path | None:
+        name = f"{query_id}_{method}.json"
+        for folder in self.folders:
+            for candidate in (folder / group / name, folder / name if folder.name == group else None):
+                if candidate is not None and candidate.is_file():
+                    return candidate
+        return None
+
+    def _query(self, group: str, query_id: int, method: str) -> _RecordedQuery | None:
+        ident = (group, query_id, method)
+        if ident not in self._queries:
+            path = self.answer_file(group, query_id, method)
+            self._queries[ident] = _RecordedQuery(path) if path else None
+        return self._queries[ident]
+
+    def complete(self, request: ModelRequest) -> Completion:
+        start = time.perf_counter()
+        key = request.key
+        missing = [f for f in KEY_FIELDS if f not in key]
+        if missing:
+            return Completion(error=f"replay: request.key lacks {', '.join(missing)} (got {sorted(key)})")
+        group, query_id, method = str(key["group"]), int(key["query_id"]), str(key["method"])
+        path = tuple((str(name), str(arguments)) for name, arguments in key["path"])
+        attempt = int(key["attempt"])
+        with self._lock:  # one run asks from many threads; the ask counters must not race
+            try:
+                recorded = self._query(group, query_id, method)
+            except (OSError, ValueError) as exc:
+                return Completion(error=f"replay: cannot read the answer file for {group}/{query_id}_{method}: {exc}")
+            if recorded is None:
+                return Completion(error=f"replay: no answer file {group}/{query_id}_{method}.json in "
+                                        f"{', '.join(map(str, self.folders))}")
+            turn = recorded.next_turn((path, attempt))
+            if turn is None:
+                return Completion(error=f"replay: no recorded turn for {group}/{query_id}_{method} after "
+                                        f"{[name for name, _ in path]} (attempt {attempt})")
+            tool_calls = None
+            if turn.call is not None:
+                recorded.calls_served += 1
+                name, arguments = turn.call
+                tool_calls = [{"id": f"replay_{recorded.calls_served}", "type": "function",
+                               "function": {"name": name, "arguments": arguments}}]
+        return Completion(
+            text=turn.text,
+            tool_calls=tool_calls,
+            latency_s=time.perf_counter() - start,
+            finish_reason="tool_calls" if tool_calls else "stop",
+        )

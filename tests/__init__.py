@@ -1,0 +1,1 @@
+"""Tests; a package so helpers import as ``from tests.openai_standin import OpenAIStandin``."""

@@ -1,0 +1,171 @@
+"""Converter: the released converted files reproduced exactly, both message styles, the random fallbacks."""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+
+import pytest
+
+from runners.cli import main
+from toolbench_adapter.answers.convert import Converter, convert_folder
+from toolbench_adapter.answers.read import STYLE_FUNCTION_CALL, STYLE_TOOL_CALLS, load_answer
+from toolbench_adapter.errors import InputError
+
+CASES = [("virtual_chatgpt_cot", "CoT@1"), ("virtual_chatgpt_dfs", "DFS_woFilter_w2")]
+
+
+@pytest.mark.parametrize(("model", "method"), CASES)
+def test_released_converted_files_are_reproduced_exactly(stb_root, tmp_path, model, method):
+    answers = stb_root / "data_example" / "answer" / model / "G1_instruction"
+    golden_path = stb_root / "data_example" / "model_predictions_converted" / model / "G1_instruction.json"
+    golden_text = golden_path.read_text()
+    golden = json.loads(golden_text)
+    out = tmp_path / "G1_instruction.json"
+    # upstream read the files in os.listdir order; its output's key order records that order
+    assert main(["convert", "--answers", str(answers), "--method", method, "--out", str(out),
+                 "--order-from", str(golden_path)]) == 0
+    text = out.read_text()
+    ours = json.loads(text)
+    assert ours == golden
+    assert json.dumps(ours, indent=2) == json.dumps(golden, indent=2)
+    assert text == golden_text  # byte for byte: the released files are json.dumps without indent
+
+
+def test_released_cot_answers_use_the_old_message_style_and_one_is_invalid(stb_root):
+    folder = stb_root / "data_example" / "answer" / "virtual_chatgpt_cot" / "G1_instruction"
+    invalid = load_answer(folder / "588_CoT@1.json")
+    valid = load_answer(folder / "608_CoT@1.json")
+    assert (invalid.kind, invalid.valid, invalid.query_id, invalid.method) == ("cot", False, "588", "CoT@1")
+    assert valid.valid and valid.message_style == STYLE_FUNCTION_CALL
+
+
+def test_order_changes_key_order_only_for_valid_answers(stb_root):
+    answers = stb_root / "data_example" / "answer" / "virtual_chatgpt_dfs" / "G1_instruction"
+    by_name = convert_folder(answers, "DFS_woFilter_w2", order="name")
+    by_number = convert_folder(answers, "DFS_woFilter_w2", order="numeric")
+    assert list(by_name) == ["1073", "588", "608"] and list(by_number) == ["588", "608", "1073"]
+    assert by_name == by_number
+
+
+def _messages_new_style():
+    return [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": "thinking", "function_call": None, "tool_calls": [
+            {"id": "call_a", "type": "function", "function": {"name": "f_for_t", "arguments": "{\"x\": 1}"}},
+            {"id": "call_b", "type": "function", "function": {"name": "g_for_t", "arguments": "{}"}}]},
+        {"role": "tool", "name": "g_for_t", "content": "resp-b", "tool_call_id": "call_b"},
+        {"role": "tool", "name": "f_for_t", "content": "resp-a", "tool_call_id": "call_a"},
+        {"role": "assistant", "content": "plain words"},
+        {"role": "assistant", "content": None, "function_call": None, "tool_calls": [
+            {"id": "call_c", "type": "function", "function": {"name": "Finish", "arguments": "{\"return_type\": \"give_answer\", \"final_answer\": \"42\"}"}},
+            {"id": "call_d", "type": "function", "function": {"name": "h_for_t", "arguments": "{}"}}]},
+    ]
+
+
+def _answer_file(path, messages, valid=True, method_kind="cot", final_answer="F"):
+    data = {"win": valid, "answer_generation": {
+        "valid_data": valid, "final_answer": final_answer, "function": [{"name": "f_for_t"}], "query": "the query",
+        "train_messages": [messages] if valid else [], "chain": [], "query_count": 1, "total_tokens": 1}}
+    if method_kind == "cot":
+        data.update({"try_count": 1, "trys": [], "compare_candidates": [], "forward_args": {}})
+    path.write_text(json.dumps(data))
+    return path
+
+
+def _chain_of(details):
+    node, out = details[0], []
+    while True:
+        out.append((node["role"], node["message"]))
+        if not node["next"]:
+            return out
+        node = node["next"][0]
+
+
+def test_new_tool_calls_style_with_null_function_call_converts(tmp_path):
+    path = _answer_file(tmp_path / "5_CoT@1.json", _messages_new_style())
+    answer = load_answer(path)
+    assert answer.message_style == STYLE_TOOL_CALLS
+    converted = Converter("CoT@1").convert(answer)
+    chain = _chain_of(converted["answer"]["answer_details"])
+    assert chain == [
+        ("system", ""), ("user", ""),
+        ("tool", {"name": "f_for_t", "arguments": "{\"x\": 1}", "response": "resp-a"}),  # matched by call id
+        ("tool", {"name": "g_for_t", "arguments": "{}", "response": "resp-b"}),
+        ("assistant", "plain words"),
+        ("tool", {"name": "Finish", "arguments": "{\"return_type\": \"give_answer\", \"final_answer\": \"42\"}",
+                  "response": ""}),  # calls after Finish are dropped
+    ]
+    assert converted["answer"]["total_steps"] == 6
+
+
+def test_old_style_null_function_call_does_not_crash(tmp_path):
+    messages = [{"role": "system", "content": "s"}, {"role": "user", "content": "q"},
+                {"role": "assistant", "content": None, "function_call": {"name": "f_for_t", "arguments": "{}"}},
+                {"role": "function", "name": "f_for_t", "content": "obs"},
+                {"role": "assistant", "content": "done", "function_call": None}]
+    converted = Converter("CoT@1").convert(load_answer(_answer_file(tmp_path / "6_CoT@1.json", messages)))
+    assert _chain_of(converted["answer"]["answer_details"])[2:] == [
+        ("tool", {"name": "f_for_t", "arguments": "{}", "response": "obs"}), ("assistant", "done")]
+
+
+def _invalid_cot(path, n_trys):
+    chain = lambda i: [{"node_type": "Action", "description": f"tool_{i}"},  # noqa: E731
+                       {"node_type": "Action Input", "description": f"{{\"i\": {i}}}", "observation": f"obs {i}"}]
+    data = {"win": False, "try_count": n_trys, "trys": [{"chain": chain(i), "win": False} for i in range(n_trys)],
+            "compare_candidates": [], "forward_args": {},
+            "answer_generation": {"valid_data": False, "final_answer": "", "function": [], "query": "q",
+                                  "train_messages": [], "chain": []}}
+    path.write_text(json.dumps(data))
+
+
+def test_invalid_cot_fallback_follows_the_shared_rng_across_files(tmp_path):
+    """Every earlier conversion draws once per step, so it moves the try an invalid answer falls back to."""
+    _invalid_cot(tmp_path / "2_CoT@1.json", 5)
+    valid = _answer_file(tmp_path / "1_CoT@1.json", _messages_new_style())
+    alone = convert_folder(tmp_path, "CoT@1", order="name", order_from=None)
+    # expected try: replay the draws upstream makes: file 1 walks system->user->4 steps (5 draws of one
+    # successor), then file 2 draws its try
+    rng = random.Random(42)
+    for _ in range(5):
+        rng.choice([0])
+    expected = rng.choice(range(5))
+    assert expected != random.Random(42).choice(range(5))  # so the file order visibly matters
+    assert alone["2"]["answer"]["answer_details"][0]["next"][0]["next"][0]["message"]["name"] == f"tool_{expected}"
+    valid.unlink()  # without the earlier file the RNG is fresh: seed 42's first draw over five tries
+    fresh = convert_folder(tmp_path, "CoT@1")
+    assert fresh["2"]["answer"]["answer_details"][0]["next"][0]["next"][0]["message"]["name"] == \
+        f"tool_{random.Random(42).choice(range(5))}"
+    assert fresh["2"]["answer"]["total_steps"] == 3
+
+
+def test_invalid_dfs_answers_random_walk_to_a_leaf(tb_root, tmp_path):
+    folder = tmp_path / "G1"
+    shutil.copytree(tb_root / "data_example" / "answer" / "G1_answer", folder)
+    first = convert_folder(folder, "DFS_woFilter_w2")
+    again = convert_folder(folder, "DFS_woFilter_w2")
+    assert first == again  # seeded
+    walk = _chain_of(first["69"]["answer"]["answer_details"])
+    assert walk[:2] == [("system", ""), ("user", "")] and len(walk) == first["69"]["answer"]["total_steps"]
+    assert {role for role, _ in walk[2:]} <= {"tool", "assistant"}
+    other_seed = [convert_folder(folder, "DFS_woFilter_w2", seed=s)["69"]["answer"]["total_steps"] for s in range(8)]
+    assert len(set(other_seed)) > 1  # the walk really is random
+
+
+def test_malformed_answer_file_names_file_and_field(tmp_path):
+    bad = tmp_path / "3_CoT@1.json"
+    bad.write_text(json.dumps({"answer_generation": {"valid_data": "yes"}}))
+    with pytest.raises(InputError) as err:
+        load_answer(bad)
+    assert err.value.path == str(bad) and err.value.field == "answer_generation.valid_data"
+    (tmp_path / "4_CoT@1.json").write_text("{not json")
+    assert main(["convert", "--answers", str(tmp_path), "--method", "CoT", "--out", str(tmp_path / "o.json")]) == 2
+    assert not (tmp_path / "o.json").exists()
+
+
+def test_invalid_answer_with_unknown_method_is_an_input_error(tmp_path):
+    _invalid_cot(tmp_path / "2_ReAct.json", 2)
+    with pytest.raises(InputError, match="neither CoT nor DFS"):
+        convert_folder(tmp_path, "ReAct")

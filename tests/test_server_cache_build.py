@@ -1,0 +1,135 @@
+"""`tba cache build`: answer files of every shape -> cache entries in the upstream layout."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from runners.cli import main as tba
+from toolbench_adapter.protocol import env as E
+from toolbench_adapter.queries import Query
+from toolbench_adapter.server.cache_build import build_cache, identify
+from toolbench_adapter.toolset import build_toolset
+
+API_LIST = [{"category_name": "Weather", "tool_name": "Sky Tool", "api_name": "Now", "required_parameters": [],
+             "optional_parameters": []},
+            {"category_name": "Weather", "tool_name": "Sky Tool", "api_name": "Later", "required_parameters": [],
+             "optional_parameters": []}]
+FUNCTIONS = build_toolset(Query(query_id=5, group="G1_instruction", query="q", api_list=API_LIST)).functions
+LONG = json.dumps({"error": "", "response": "z" * 3000})[:1024] + "..."
+
+
+def obs(value) -> str:
+    return json.dumps({"error": "", "response": value})
+
+
+@pytest.fixture()
+def stb(tmp_path) -> Path:
+    folder = tmp_path / "stb" / "solvable_queries" / "test_instruction"
+    folder.mkdir(parents=True)
+    (folder / "G1_instruction.json").write_text(json.dumps([{"query_id": 5, "query": "q", "api_list": API_LIST}]))
+    return tmp_path / "stb"
+
+
+def node(kind, description, observation=None, code=None, children=()):
+    data = {"node_type": kind, "description": description, "children": list(children)}
+    if observation is not None:
+        data["observation"], data["observation_code"] = observation, code
+    return data
+
+
+def write(folder: Path, name: str, answer: dict) -> Path:
+    path = folder / "G1_instruction" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(answer))
+    return path
+
+
+def cot_answer():
+    chain = [node("Action", "now_for_sky_tool"), node("Action Input", '{"city": "Oslo", "n": 2}', obs("cold"), 0),
+             node("Action", "ghost_fn"), node("Action Input", "{}", obs("x"), 1),
+             node("Action", "later_for_sky_tool"), node("Action Input", "{}", LONG, 0),
+             node("Action", "now_for_sky_tool"), node("Action Input", '{"city": "Rome"}',
+                                                      json.dumps({"error": E.TIMEOUT_ERROR, "response": ""}), 5),
+             node("Action", "Finish"), node("Action Input", '{"return_type": "give_up_and_restart"}',
+                                            E.FINISH_GIVE_UP, 4)]
+    messages = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"},
+                {"role": "assistant", "content": None, "function_call": {"name": "now_for_sky_tool",
+                                                                        "arguments": '{"city": "Oslo", "n": 2}'}},
+                {"role": "function", "name": "now_for_sky_tool", "content": obs("cold")},
+                {"role": "assistant", "content": None, "function_call": {"name": "sky_tool", "arguments": ""}},
+                {"role": "function", "name": "sky_tool", "content": obs("suffix hit")}]
+    return {"win": False, "trys": [{"chain": chain}], "compare_candidates": [],
+            "answer_generation": {"function": FUNCTIONS, "train_messages": [messages]}}
+
+
+def dfs_answer():
+    # current-flavour messages: tool_calls answered by tool messages (matched by id, out of order)
+    messages = [{"role": "assistant", "content": "", "tool_calls": [
+        {"id": "a", "type": "function", "function": {"name": "later_for_sky_tool", "arguments": '{"day": 1}'}},
+        {"id": "b", "type": "function", "function": {"name": "now_for_sky_tool", "arguments": "{bad"}}]},
+        {"role": "tool", "name": "now_for_sky_tool", "tool_call_id": "b", "content": obs("parse")},
+        {"role": "tool", "name": "later_for_sky_tool", "tool_call_id": "a", "content": obs("rain")}]
+    tree = node("Action Input", "", children=[node("Thought", "t", children=[
+        node("Action", "now_for_sky_tool", children=[node("Action Input", '{"city": "Oslo", "n": 2}', obs("warm"), 0)]),
+        node("Action", "later_for_sky_tool", children=[node("Action Input", '{"day": 2}', obs({"b": 1, "a": 2}), 0)]),
+    ])])
+    return {"win": True, "tree": {"size": 6, "max_length": 3, "tree": tree},
+            "answer_generation": {"function": [{"type": "function", "function": f} for f in FUNCTIONS],
+                                  "train_messages": [messages]}}
+
+
+def test_one_run_becomes_exact_entries(stb, tmp_path):
+    answers = tmp_path / "run"
+    write(answers, "5_CoT@1.json", cot_answer())
+    report = build_cache([answers], stb, tmp_path / "cache")
+    entries = json.loads((tmp_path / "cache" / "Weather" / "sky_tool_for_Weather" / "now.json").read_text())
+    # key = str(json.loads(arguments)); the empty-argument suffix hit ("sky_tool" -> now_for_sky_tool) is "{}"
+    assert entries == {"{'city': 'Oslo', 'n': 2}": {"error": "", "response": "cold"},
+                       "{}": {"error": "", "response": "suffix hit"}}
+    assert not (tmp_path / "cache" / "Weather" / "sky_tool_for_Weather" / "later.json").exists()
+    assert report.skipped == {"no_such_function": 1, "truncated_observation": 1, "client_made_answer": 1,
+                              "finish": 1, "duplicate": 1}
+    assert report.entries == 2 and report.conflicts == 0
+
+
+def test_trees_and_tool_messages(stb, tmp_path):
+    answers = tmp_path / "run"
+    write(answers, "5_DFS_woFilter_w2.json", dfs_answer())
+    report = build_cache([answers], stb, tmp_path / "cache")
+    later = json.loads((tmp_path / "cache" / "Weather" / "sky_tool_for_Weather" / "later.json").read_text())
+    assert later == {"{'day': 2}": {"error": "", "response": {"b": 1, "a": 2}},
+                     "{'day': 1}": {"error": "", "response": "rain"}}
+    assert list(later["{'day': 2}"]["response"]) == ["b", "a"]  # key order kept for byte-exact replay
+    assert report.skipped["arguments_not_json"] == 1
+
+
+def test_two_runs_that_disagree_count_a_conflict_and_keep_the_first(stb, tmp_path):
+    write(tmp_path / "a", "5_CoT@1.json", cot_answer())
+    write(tmp_path / "b", "5_DFS_woFilter_w2.json", dfs_answer())
+    report = build_cache([tmp_path / "a", tmp_path / "b"], stb, tmp_path / "cache")
+    now = json.loads((tmp_path / "cache" / "Weather" / "sky_tool_for_Weather" / "now.json").read_text())
+    assert now["{'city': 'Oslo', 'n': 2}"]["response"] == "cold" and report.conflicts == 1
+
+
+def test_unknown_queries_and_names_are_counted_not_fatal(stb, tmp_path):
+    write(tmp_path / "run", "99_CoT@1.json", cot_answer())  # no query 99
+    (tmp_path / "run" / "G1_instruction" / "notes.json").write_text("{}")
+    report = build_cache([tmp_path / "run"], stb, tmp_path / "cache")
+    assert report.skipped_files == {"query_not_found": 1, "not_an_answer_file_name": 1} and report.entries == 0
+
+
+def test_identify():
+    assert identify(Path("x/G2_category/123_DFS_woFilter_w2.json")) == ("G2_category", 123)
+    assert identify(Path("x/other/123_CoT@1.json")) is None
+
+
+def test_cli_build_and_bad_input(stb, tmp_path, capsys):
+    write(tmp_path / "run", "5_CoT@1.json", cot_answer())
+    assert tba(["cache", "build", "--answers", str(tmp_path / "run"), "--stb-root", str(stb),
+                "--out", str(tmp_path / "cache")]) == 0
+    assert json.loads(capsys.readouterr().out)["entries"] == 2
+    assert tba(["cache", "build", "--answers", str(tmp_path / "missing"), "--out", str(tmp_path / "c2")]) == 2
+    assert "answer folder or file not found" in capsys.readouterr().err

@@ -1,0 +1,269 @@
+"""Raw answer files -> the converted format that the judges read (upstream ``convert_to_answer_format``).
+
+Output: ``{qid: {"query", "available_tools", "answer": {"method", "total_steps", "final_answer",
+"answer_details": [system -> user -> steps …]}}}``, each node ``{"role", "message", "next": [node]}``.
+
+Randomness, reproduced exactly: upstream seeds its module RNG once with 42 and converts the files of a folder
+one after another, and *every* conversion walks its step graph with ``random.choice`` over each node's
+successors (also when there is only one successor, which still draws bits). So an invalid answer's fallback
+(a random CoT try; a random root-to-leaf walk of a DFS tree) depends on how many steps all earlier files had
+and on the file order. We use one ``random.Random(42)`` per output file, consumed in the same places, and make
+the file order explicit (upstream used ``os.listdir``: the key order of an upstream converted file records it).
+Deviation: a ``"function_call": null`` message does not crash (STB issue #34); it is read as no call.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import random
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..protocol.evaluation import CONVERTER_SEED, NODE_ACTION, NODE_ACTION_INPUT, NODE_THOUGHT
+from ..protocol.functions import FINISH_NAME
+from .read import AnswerFile, iter_answer_files, load_answer
+
+ORDERS = ("name", "numeric", "listdir")
+SKIPPED_ROLES = ("system", "user", "function", "tool")
+BLANKED_ROLES = ("system", "user")  # their message is written as ""
+
+
+@dataclass
+class Step:
+    role: str
+    message: Any
+    children: list[Step] = field(default_factory=list)
+
+
+def tool_step(name: Any, arguments: Any, response: Any) -> Step:
+    return Step("tool", {"name": name, "arguments": arguments, "response": response})
+
+
+def fallback_kind(method: str) -> str | None:
+    """Upstream picks the invalid-answer fallback from the --method text, not from the file."""
+    if "CoT" in method or "cot" in method:
+        return "cot"
+    if "DFS" in method or "dfs" in method:
+        return "dfs"
+    return None
+
+
+class Converter:
+    def __init__(self, method: str, seed: int = CONVERTER_SEED):
+        self.method = method
+        self.rng = random.Random(seed)
+
+    def convert(self, answer: AnswerFile) -> dict[str, Any]:
+        generation = answer.generation
+        root = Step("system", "")
+        user = Step("user", generation["query"])
+        root.children.append(user)
+        if answer.valid:
+            _append_chain(user, steps_from_messages(answer.conversation, answer.path))
+        else:
+            self._attach_fallback(user, answer)
+        path = self.random_walk(root)
+        return {
+            "query": generation["query"],
+            "available_tools": generation["function"],
+            "answer": {
+                "method": self.method,
+                "total_steps": len(path),
+                "final_answer": generation["final_answer"],
+                "answer_details": [path_to_dict(path)],
+            },
+        }
+
+    def _attach_fallback(self, user: Step, answer: AnswerFile) -> None:
+        kind = fallback_kind(self.method)
+        if kind == "cot":
+            trys = answer.data.get("trys") or []
+            # upstream: random.choice(trys); an empty list crashed there, here it yields no steps
+            chain = self.rng.choice(trys)["chain"] if trys else []
+            _append_chain(user, steps_from_chain(chain, answer.path))
+        elif kind == "dfs":
+            if "tree" not in answer.data:
+                raise InputError("an invalid DFS answer needs its tree for the random-walk fallback",
+                                 path=answer.path, field="tree")
+            top = copy.deepcopy(answer.data["tree"]["tree"].get("children", []))
+            user.children.extend(build_tree(node) for node in top)
+            purify(user, answer.path)
+        else:
+            raise InputError(f"method {self.method!r} names neither CoT nor DFS, so an invalid answer has no "
+                             "fallback", path=answer.path, field="answer_generation.valid_data",
+                             fix="pass --method with CoT or DFS in it (e.g. CoT@1, DFS_woFilter_w2)")
+
+    def random_walk(self, root: Step) -> list[Step]:
+        """Root to a leaf, drawing at every node (upstream's reduce_graph_to_sequence)."""
+        path = [root]
+        node = root
+        while node.children:
+            node = self.rng.choice(node.children)
+            path.append(node)
+        return path
+
+
+def _append_chain(parent: Step, steps: list[Step]) -> None:
+    for step in steps:
+        parent.children.append(step)
+        parent = step
+
+
+def steps_from_messages(messages: list[dict], path: Path | None = None) -> list[Step]:
+    """Flatten a valid trajectory from index 2 (after system and user) into tool / assistant steps."""
+    steps: list[Step] = []
+    index = 2
+    while index < len(messages):
+        message = messages[index]
+        role = message.get("role")
+        index += 1
+        if role in SKIPPED_ROLES:
+            continue
+        if role != "assistant":
+            raise InputError(f"unknown message role {role!r}", path=path,
+                             field=f"answer_generation.train_messages[-1][{index - 1}].role")
+        call = message.get("function_call")
+        if call:  # old style: the next message holds the response (none for Finish)
+            name = call.get("name")
+            response = ""
+            if name != FINISH_NAME and index < len(messages):
+                response = messages[index].get("content")
+            steps.append(tool_step(name, call.get("arguments"), response))
+            index += 1
+        elif message.get("tool_calls") is not None:  # new style; the assistant content is dropped
+            steps.extend(_steps_from_tool_calls(message["tool_calls"], messages[index:]))
+        else:
+            steps.append(Step("assistant", message.get("content")))
+    return steps
+
+
+def _steps_from_tool_calls(calls: list[dict], later: list[dict]) -> list[Step]:
+    steps = []
+    for call in calls:
+        function = call.get("function") or {}
+        name, arguments = function.get("name"), function.get("arguments")
+        if name == FINISH_NAME:
+            steps.append(tool_step(name, arguments, ""))
+            break  # calls after Finish are ignored
+        for reply in later:  # the first tool message answering this call id; unanswered calls vanish
+            if reply.get("role") == "tool" and reply.get("tool_call_id") == call.get("id"):
+                steps.append(tool_step(name, arguments, reply.get("content")))
+                break
+    return steps
+
+
+def steps_from_chain(chain: list[dict], path: Path | None = None) -> list[Step]:
+    """A CoT try: Action + the following Action Input -> one tool step; Thought -> assistant step."""
+    steps = []
+    index = 0
+    while index < len(chain):
+        node = chain[index]
+        kind = node.get("node_type")
+        if kind == NODE_ACTION:
+            argument_node = chain[index + 1] if index + 1 < len(chain) else {}
+            steps.append(tool_step(node.get("description"), argument_node.get("description", ""),
+                                   argument_node.get("observation", "")))
+            index += 2
+        elif kind == NODE_THOUGHT:
+            steps.append(Step("assistant", node.get("description")))
+            index += 1
+        else:
+            raise InputError(f"unexpected node type {kind!r} in a CoT try", path=path, field="trys[].chain")
+    return steps
+
+
+def build_tree(raw: dict) -> Step:
+    """A DFS tree node as upstream holds it: the raw node dict is the message, children cut off."""
+    children = [build_tree(child) for child in raw.get("children", [])]
+    message = dict(raw)
+    if children:
+        message["children"] = None
+    return Step(raw.get("node_type"), message, children)
+
+
+def purify(node: Step, path: Path | None = None) -> None:
+    """Merge Action + its first Action Input child into a tool step; Thought -> assistant (recursive)."""
+    if node.role == NODE_ACTION:
+        for child in node.children:
+            if child.role == NODE_ACTION_INPUT:
+                node.message = {"name": node.message.get("description"),
+                                "arguments": child.message.get("description"),
+                                "response": child.message.get("observation", "")}
+                node.role = "tool"
+                # the merged node keeps its other children first, then inherits the input's children
+                node.children = [c for c in node.children if c is not child] + child.children
+                break
+    elif node.role == NODE_THOUGHT:
+        node.role = "assistant"
+        node.message = node.message.get("description")
+    elif node.role not in (NODE_ACTION_INPUT, "system", "user"):
+        raise InputError(f"unknown node type {node.role!r} in the answer tree", path=path, field="tree")
+    for child in node.children:
+        purify(child, path)
+
+
+def path_to_dict(path: list[Step]) -> dict[str, Any]:
+    tail: dict[str, Any] | None = None
+    for step in reversed(path):
+        tail = {"role": step.role, "message": "" if step.role in BLANKED_ROLES else step.message,
+                "next": [tail] if tail is not None else []}
+    assert tail is not None
+    return tail
+
+
+def ordered_files(answer_dir: str | Path, method: str, order: str = "name",
+                  order_from: str | Path | None = None) -> list[Path]:
+    """The files to convert, in the order whose RNG consumption the output reproduces.
+
+    ``order_from``: an upstream converted file; its key order is the order upstream read the files in.
+    """
+    files = list(iter_answer_files(answer_dir, method, order))
+    if order_from is None:
+        return files
+    reference = _read_json(Path(order_from))
+    if not isinstance(reference, dict):
+        raise InputError("expected a converted answer file (a JSON object keyed by query id)", path=order_from)
+    rank = {qid: position for position, qid in enumerate(reference)}
+    return sorted(files, key=lambda p: rank.get(p.name.split("_")[0], len(rank)))
+
+
+def convert_folder(answer_dir: str | Path, method: str, *, order: str = "name",
+                   order_from: str | Path | None = None, seed: int = CONVERTER_SEED) -> dict[str, Any]:
+    if not method:
+        raise InputError("--method must not be empty", fix="e.g. --method CoT@1 or --method DFS_woFilter_w2")
+    converter = Converter(method, seed)
+    converted: dict[str, Any] = {}
+    for path in ordered_files(answer_dir, method, order, order_from):
+        answer = load_answer(path)
+        converted[answer.query_id] = converter.convert(answer)  # a repeated id keeps its first position
+    return converted
+
+
+def write_json_atomic(data: Any, out: str | Path, indent: int | None = None) -> Path:
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    handle = tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=out.parent, prefix=f".{out.name}.",
+                                         suffix=".tmp", delete=False)
+    try:
+        with handle:
+            json.dump(data, handle, indent=indent)
+        os.replace(handle.name, out)
+    except BaseException:
+        Path(handle.name).unlink(missing_ok=True)
+        raise
+    return out
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except FileNotFoundError:
+        raise InputError("file not found", path=path) from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not valid JSON ({exc.msg} at line {exc.lineno})", path=path) from None

@@ -1,0 +1,165 @@
+"""Read raw answer files (``{group}/{query_id}_{method}.json``, upstream layout) and run folders.
+
+A CoT file has ``win, try_count, trys, compare_candidates, forward_args, answer_generation``; a DFS file has
+``win, tree, forward_args, compare_candidates, answer_generation``. Messages come in two styles: the old
+``function_call`` / role ``function`` one and the new ``tool_calls`` / role ``tool`` one. Malformed files
+raise InputError naming the file and the field.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+
+COT, DFS = "cot", "dfs"
+STYLE_FUNCTION_CALL, STYLE_TOOL_CALLS = "function_call", "tool_calls"
+
+
+@dataclass
+class AnswerFile:
+    path: Path
+    query_id: str  # upstream takes the file name up to the first "_"
+    method: str  # the rest of the file name, e.g. "CoT@1" or "DFS_woFilter_w2"
+    group: str | None
+    data: dict[str, Any]
+
+    @property
+    def kind(self) -> str:
+        return DFS if "tree" in self.data else COT
+
+    @property
+    def generation(self) -> dict[str, Any]:
+        return self.data["answer_generation"]
+
+    @property
+    def valid(self) -> bool:
+        return bool(self.generation.get("valid_data"))
+
+    @property
+    def final_answer(self) -> str:
+        return self.generation.get("final_answer", "")
+
+    @property
+    def conversation(self) -> list[dict]:
+        """The full trajectory: the last list of train_messages ([] for an invalid answer)."""
+        messages = self.generation.get("train_messages") or []
+        return messages[-1] if messages else []
+
+    @property
+    def message_style(self) -> str | None:
+        return message_style(self.conversation)
+
+
+def message_style(messages: list[dict]) -> str | None:
+    """Which call style a message list uses; None when it has no call at all."""
+    for message in messages:
+        if message.get("function_call") or message.get("role") == "function":
+            return STYLE_FUNCTION_CALL
+        if message.get("tool_calls") or message.get("role") == "tool":
+            return STYLE_TOOL_CALLS
+    return None
+
+
+def split_file_name(name: str) -> tuple[str, str]:
+    """``"1073_CoT@1.json"`` -> ``("1073", "CoT@1")``."""
+    stem = name[:-len(".json")] if name.endswith(".json") else name
+    query_id, _, method = stem.partition("_")
+    return query_id, method
+
+
+def load_answer(path: str | Path, group: str | None = None) -> AnswerFile:
+    path = Path(path)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except FileNotFoundError:
+        raise InputError("answer file is missing", path=path) from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"answer file is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})",
+                         path=path, fix="re-run the query (the file was probably cut short)") from None
+    validate_answer(data, path)
+    query_id, method = split_file_name(path.name)
+    return AnswerFile(path=path, query_id=query_id, method=method,
+                      group=group if group is not None else path.parent.name, data=data)
+
+
+def _need(container: dict, key: str, kind: type | tuple[type, ...], path: Path, field: str) -> Any:
+    if key not in container:
+        raise InputError(f"missing field {key!r}", path=path, field=field,
+                         fix="this is not a raw answer file (see `tba convert --help` for the layout)")
+    value = container[key]
+    if not isinstance(value, kind):
+        names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        raise InputError(f"expected {names}, got {type(value).__name__}", path=path, field=field)
+    return value
+
+
+def validate_answer(data: Any, path: Path) -> None:
+    if not isinstance(data, dict):
+        raise InputError("an answer file must hold a JSON object", path=path)
+    generation = _need(data, "answer_generation", dict, path, "answer_generation")
+    valid = _need(generation, "valid_data", bool, path, "answer_generation.valid_data")
+    _need(generation, "final_answer", str, path, "answer_generation.final_answer")
+    _need(generation, "function", list, path, "answer_generation.function")
+    _need(generation, "query", str, path, "answer_generation.query")
+    if "tree" in data:
+        tree = _need(data, "tree", dict, path, "tree")
+        root = _need(tree, "tree", dict, path, "tree.tree")
+        _need(root, "children", list, path, "tree.tree.children")
+    else:
+        _need(data, "trys", list, path, "trys")
+    if valid:
+        messages = _need(generation, "train_messages", list, path, "answer_generation.train_messages")
+        if not messages or not isinstance(messages[-1], list):
+            raise InputError("a valid answer needs at least one message list", path=path,
+                             field="answer_generation.train_messages")
+        for index, message in enumerate(messages[-1]):
+            where = f"answer_generation.train_messages[-1][{index}]"
+            if not isinstance(message, dict):
+                raise InputError("each message must be an object", path=path, field=where)
+            _need(message, "role", str, path, where + ".role")
+
+
+def iter_answer_files(folder: str | Path, method: str | None = None, order: str = "name") -> Iterator[Path]:
+    """Answer files of one group folder. ``method`` is a substring filter on the file name (as upstream).
+
+    ``order``: "name" (sorted file names), "numeric" (by query id) or "listdir" (the file system's order,
+    which is what upstream's converter used, so its output key order differs between machines).
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise InputError("answer folder not found", path=folder, fix="pass the folder holding {qid}_{method}.json")
+    names = [n for n in os.listdir(folder) if n.endswith(".json") and (method is None or method in n)]
+    if order == "name":
+        names.sort()
+    elif order == "numeric":
+        names.sort(key=lambda n: (_as_int(split_file_name(n)[0]), n))
+    elif order != "listdir":
+        raise InputError(f"unknown file order {order!r}", fix="choose name, numeric or listdir")
+    return (folder / n for n in names)
+
+
+def _as_int(text: str) -> float:
+    try:
+        return int(text)
+    except ValueError:
+        return float("inf")
+
+
+def iter_run_folder(run_dir: str | Path, method: str | None = None,
+                    groups: list[str] | None = None) -> Iterator[AnswerFile]:
+    """Every answer file of a run folder ``{run}/{group}/{qid}_{method}.json``, groups and files sorted."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise InputError("run folder not found", path=run_dir)
+    for group_dir in sorted(p for p in run_dir.iterdir() if p.is_dir()):
+        if groups is not None and group_dir.name not in groups:
+            continue
+        for path in iter_answer_files(group_dir, method):
+            yield load_answer(path, group=group_dir.name)

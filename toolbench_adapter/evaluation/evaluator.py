@@ -1,0 +1,111 @@
+"""Evaluator folders (``config.yaml`` + ``template.txt``), read at run time: prompts and function schemas.
+
+Works with upstream folders (``toolbench/tooleval/evaluators/tooleval_gpt-3.5-turbo_default``; nothing of them
+is copied into the project) and with the project's own ``evaluators/default`` written in the same layout.
+The template holds ``<function><name>…</name><description>…</description></function>`` blocks; a prompt is the
+description text with ``str.format(**args)``, sent as one user message.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import InputError
+from ..protocol.evaluation import (
+    EVALUATOR_CONFIG_FILE,
+    REASON_FIELD,
+    REASON_PROPERTY,
+    TEMPLATE_DESCRIPTION_RE,
+    TEMPLATE_FUNCTION_RE,
+    TEMPLATE_NAME_RE,
+)
+
+PROJECT_EVALUATORS = Path(__file__).resolve().parent / "evaluators"
+DEFAULT_EVALUATOR = "default"
+
+
+@dataclass
+class EvaluatorSpec:
+    name: str
+    path: Path
+    templates: dict[str, str]  # function name -> prompt text with {placeholders}
+    functions: dict[str, dict]  # function name -> schema {"name", "description", "parameters"}
+    temperature: float | None
+    max_tokens: int | None
+    fingerprint: str  # sha256 of config + template: part of every cache key
+
+    def prompt(self, function: str, **args: str) -> str:
+        try:
+            return self.templates[function].format(**args)
+        except KeyError as exc:
+            raise InputError(f"template of {function!r} has an unknown placeholder {exc}", path=self.path,
+                             fix="use only the placeholders the decision procedure fills ({query}, {answer})") from None
+
+    def schema(self, function: str, with_reason: bool = True) -> dict:
+        """The function schema; upstream adds a required ``reason`` string when it asks for reasons."""
+        schema = copy.deepcopy(self.functions[function])
+        if with_reason:
+            parameters = schema.setdefault("parameters", {"type": "object", "properties": {}})
+            parameters.setdefault("properties", {})[REASON_FIELD] = dict(REASON_PROPERTY)
+            required = parameters.setdefault("required", [])
+            if REASON_FIELD not in required:
+                required.append(REASON_FIELD)
+        return schema
+
+    def require(self, *functions: str) -> None:
+        for function in functions:
+            if function not in self.templates or function not in self.functions:
+                raise InputError(f"evaluator has no function {function!r} (template and config.yaml both need it)",
+                                 path=self.path, fix="use an evaluator folder laid out like tooleval_gpt-3.5-turbo_default")
+
+
+def resolve_evaluator(name_or_path: str | Path | None, search_dirs: list[str | Path] = ()) -> Path:
+    """A folder path, the name ``default`` (the project's own), or a folder name under a search dir."""
+    chosen = str(name_or_path or DEFAULT_EVALUATOR)
+    direct = Path(chosen).expanduser()
+    if direct.is_dir():
+        return direct
+    for base in [PROJECT_EVALUATORS, *map(Path, search_dirs)]:
+        if (base / chosen).is_dir():
+            return base / chosen
+    known = sorted(p.name for base in [PROJECT_EVALUATORS, *map(Path, search_dirs)] if Path(base).is_dir()
+                   for p in Path(base).iterdir() if (p / EVALUATOR_CONFIG_FILE).exists())
+    raise InputError(f"evaluator {chosen!r} not found", fix=f"pass a folder path or one of: {', '.join(known)}")
+
+
+def load_evaluator(name_or_path: str | Path | None = None, search_dirs: list[str | Path] = ()) -> EvaluatorSpec:
+    folder = resolve_evaluator(name_or_path, search_dirs)
+    config_path = folder / EVALUATOR_CONFIG_FILE
+    try:
+        config_text = config_path.read_text(encoding="utf-8")
+        config = yaml.safe_load(config_text)
+    except FileNotFoundError:
+        raise InputError("evaluator folder has no config.yaml", path=folder) from None
+    except yaml.YAMLError as exc:
+        raise InputError(f"config.yaml is not valid YAML ({exc})", path=config_path) from None
+    if not isinstance(config, dict):
+        raise InputError("config.yaml must be a mapping", path=config_path)
+    template_path = folder / str(config.get("prompt_template", "template.txt"))
+    try:
+        template_text = template_path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError("prompt template not found", path=template_path, field="prompt_template") from None
+    kwargs: dict[str, Any] = config.get("completions_kwargs") or {}
+    functions = {f["name"]: f for f in kwargs.get("functions", []) if isinstance(f, dict) and "name" in f}
+    templates = {}
+    for block in re.findall(TEMPLATE_FUNCTION_RE, template_text, re.DOTALL):
+        names = re.findall(TEMPLATE_NAME_RE, block, re.DOTALL)
+        descriptions = re.findall(TEMPLATE_DESCRIPTION_RE, block, re.DOTALL)
+        if names and descriptions:
+            templates[names[0]] = descriptions[0]
+    fingerprint = hashlib.sha256((config_text + "\0" + template_text).encode("utf-8")).hexdigest()
+    return EvaluatorSpec(name=str(config.get("evaluator_name", folder.name)), path=folder, templates=templates,
+                         functions=functions, temperature=kwargs.get("temperature"),
+                         max_tokens=kwargs.get("max_tokens"), fingerprint=fingerprint)

@@ -1,0 +1,104 @@
+"""SoPR and SoWR arithmetic, upstream's and corrected, each result labelled with how it was computed.
+
+SoPR (``eval_pass_rate.py``): per repeat r, score_r = sum of label points (Solved 1, Unsure 0.5, else 0) / the
+number of labelled queries; reported mean and population std of the score_r, times 100. ``upstream`` divides by
+the *answered* queries (STB issue #37); ``strict`` divides by the whole test set and counts a missing answer as
+Unsolved. SoWR (``eval_preference.py``): a query is won when the output model got more rounds than the
+reference; ``upstream`` = wins / all ids (a tie counts nothing), ``corrected`` counts a tie as half a win.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+
+from ..errors import InputError
+from .labels import Label
+
+UPSTREAM, STRICT, CORRECTED = "upstream", "strict", "corrected"
+MODE_NOTES = {
+    ("SoPR", UPSTREAM): "Solved 1, Unsure 0.5; denominator = answered queries (StableToolBench)",
+    ("SoPR", STRICT): "Solved 1, Unsure 0.5; denominator = whole test set, missing answers Unsolved",
+    ("SoWR", UPSTREAM): "wins / all ids, ties count 0 (StableToolBench)",
+    ("SoWR", CORRECTED): "(wins + ties/2) / all ids",
+    ("FAC", UPSTREAM): "final answers judged Solved / ids in the id file (fac_eval.py)",
+    ("FAC", STRICT): "as upstream, but the judge sees the text inside the Finish arguments",
+}
+
+
+@dataclass
+class Score:
+    """A percentage: mean and population std over judge repeats (std 0 for single-number metrics)."""
+
+    metric: str
+    mode: str
+    mean: float
+    std: float = 0.0
+    n: int = 0  # the denominator
+    runs: list[float] = field(default_factory=list)
+    errors: int = 0  # judge errors counted as 0
+    missing: int = 0  # test ids without an answer (strict only)
+    ties: int = 0
+
+    @property
+    def note(self) -> str:
+        return MODE_NOTES.get((self.metric, self.mode), self.mode)
+
+    def text(self, with_std: bool = True) -> str:
+        return f"{self.mean:.1f}±{self.std:.1f}" if with_std else f"{self.mean:.1f}"
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def evaluate_times_of(labels: Mapping[str, Mapping[int, Label]]) -> int:
+    """Upstream takes the repeat count from its CLI; a label file only tells the highest index seen."""
+    return max((max(repeats) + 1 for repeats in labels.values() if repeats), default=0)
+
+
+def sopr(labels: Mapping[str, Mapping[int, Label]], *, mode: str = UPSTREAM, evaluate_times: int | None = None,
+         test_ids: Iterable[str] | None = None) -> Score:
+    times = evaluate_times or evaluate_times_of(labels)
+    if mode == UPSTREAM:
+        counted = {qid: labels[qid] for qid in labels}
+        denominator = len(counted)
+        missing = 0
+    elif mode == STRICT:
+        if test_ids is None:
+            raise InputError("strict SoPR needs the test ids (the whole test set is its denominator)",
+                             fix="pass --test-ids DIR or --stb-root DIR")
+        ids = [str(i) for i in test_ids]
+        counted = {qid: labels.get(qid, {}) for qid in ids}
+        denominator = len(ids)
+        missing = sum(1 for qid in ids if qid not in labels)
+    else:
+        raise InputError(f"unknown SoPR mode {mode!r}", fix=f"choose {UPSTREAM} or {STRICT}")
+    if denominator == 0 or times == 0:
+        return Score("SoPR", mode, 0.0, 0.0, denominator, [], 0, missing)
+    runs = []
+    for repeat in range(times):
+        total = sum(repeats[repeat].points for repeats in counted.values() if repeat in repeats)
+        runs.append(total / denominator)
+    errors = sum(1 for repeats in counted.values() for label in repeats.values() if label is Label.ERROR)
+    return Score("SoPR", mode, statistics.fmean(runs) * 100, statistics.pstdev(runs) * 100, denominator,
+                 [r * 100 for r in runs], errors, missing)
+
+
+def sowr(wins: Mapping[str, tuple[int, int]], *, mode: str = UPSTREAM) -> Score:
+    """``wins[qid] = (reference rounds won, output rounds won)``; the score is the output model's."""
+    if mode not in (UPSTREAM, CORRECTED):
+        raise InputError(f"unknown SoWR mode {mode!r}", fix=f"choose {UPSTREAM} or {CORRECTED}")
+    won = sum(1 for ref, out in wins.values() if out > ref)
+    ties = sum(1 for ref, out in wins.values() if out == ref)
+    total = len(wins)
+    credit = won + (ties / 2 if mode == CORRECTED else 0)
+    return Score("SoWR", mode, credit / total * 100 if total else 0.0, 0.0, total, ties=ties)
+
+
+def average(scores: list[Score]) -> Score:
+    """The README "Average" column: plain mean of the group means, plain mean of the group stds."""
+    if not scores:
+        raise ValueError("nothing to average")
+    return Score(scores[0].metric, scores[0].mode, statistics.fmean(s.mean for s in scores),
+                 statistics.fmean(s.std for s in scores), sum(s.n for s in scores))

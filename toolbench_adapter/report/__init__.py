@@ -1,0 +1,1 @@
+"""Reports: leaderboard tables, error taxonomy, parser comparison, plots."""

@@ -1,0 +1,317 @@
+"""Parser comparison: every variant on every model output, then figures, agreement and disagreements.
+
+``compare_parsers(outputs, names)`` runs each parser once per output (timing each parse) and keeps the
+ParsedTurns; ``write_comparison(result, out_dir)`` writes summary.md, parsers.csv, error_kinds.csv,
+rungs.csv, agreement.csv, disagreements.jsonl and parsers.png (all files written atomically).
+
+openai-tools reads assistant messages, not text: on an output without a message its answer is
+NOT_APPLICABLE, and such pairs are left out of its denominator and of the agreement matrix.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import statistics
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..parsers import ErrorKind, ParsedTurn, get_parser, parser_names
+from ..parsers.corpus import ModelOutput
+
+MESSAGE_PARSER = "openai-tools"
+DISAGREEMENT_TEXT_CHARS = 200  # keeps the kept example small
+DISAGREEMENT_ARGUMENT_CHARS = 120
+MARKDOWN_DISAGREEMENTS = 8
+
+
+@dataclass
+class ParserStats:
+    name: str
+    applicable: int = 0
+    with_call: int = 0  # at least one call whose arguments decoded to a dict
+    errors: Counter = field(default_factory=Counter)
+    rungs: Counter = field(default_factory=Counter)
+    micros: list[float] = field(default_factory=list)
+
+    @property
+    def parsed_share(self) -> float:
+        return self.with_call / self.applicable if self.applicable else 0.0
+
+    @property
+    def median_us(self) -> float:
+        return statistics.median(self.micros) if self.micros else 0.0
+
+
+@dataclass
+class Comparison:
+    parsers: list[str]
+    outputs: list[ModelOutput]
+    turns: dict[str, list[ParsedTurn | None]]  # None: not applicable
+    stats: dict[str, ParserStats]
+
+    def call_key(self, name: str, index: int) -> str | None:
+        turn = self.turns[name][index]
+        return None if turn is None else call_signature(turn)
+
+    def agreement(self) -> dict[tuple[str, str], tuple[int, int]]:
+        """(a, b) -> (texts where both agree, texts where both apply)."""
+        matrix = {}
+        for a in self.parsers:
+            for b in self.parsers:
+                same = both = 0
+                for index in range(len(self.outputs)):
+                    key_a, key_b = self.call_key(a, index), self.call_key(b, index)
+                    if key_a is None or key_b is None:
+                        continue
+                    both += 1
+                    same += key_a == key_b
+                matrix[(a, b)] = (same, both)
+        return matrix
+
+    def matching_parsers(self) -> list[str]:
+        """Parsers that decoded at least one call here: a format that never matches says nothing."""
+        return [name for name in self.parsers if self.stats[name].with_call]
+
+    def disagreements(self) -> list[int]:
+        """Outputs where the matching parsers do not all give the same calls."""
+        names = self.matching_parsers()
+        indexes = []
+        for index in range(len(self.outputs)):
+            keys = {self.call_key(name, index) for name in names} - {None}
+            if len(keys) > 1:
+                indexes.append(index)
+        return indexes
+
+
+def call_signature(turn: ParsedTurn) -> str:
+    """What "the same call" means: the same names with the same decoded arguments, in order."""
+    return json.dumps([[c.name, c.arguments] for c in turn.calls], sort_keys=True, ensure_ascii=False)
+
+
+def resolve_parser_names(spec: str) -> list[str]:
+    """"all" or a comma list; unknown names raise UnknownNameError with "did you mean"."""
+    if spec.strip() == "all":
+        return parser_names()
+    names = [n.strip() for n in spec.split(",") if n.strip()]
+    for name in names:
+        get_parser(name)  # validates the name
+    return names
+
+
+def compare_parsers(outputs: list[ModelOutput], names: list[str], progress: bool = True) -> Comparison:
+    from tqdm import tqdm
+
+    parsers = {name: get_parser(name) for name in names}
+    turns: dict[str, list[ParsedTurn | None]] = {name: [] for name in names}
+    stats = {name: ParserStats(name) for name in names}
+    for output in tqdm(outputs, desc="parsing", unit="text", disable=not progress):
+        for name, parser in parsers.items():
+            started = time.perf_counter_ns()
+            if name == MESSAGE_PARSER and output.message is not None:
+                turn = parser.parse_message(output.message)
+            else:
+                turn = parser.parse(output.text)
+            elapsed_us = (time.perf_counter_ns() - started) / 1000
+            if turn.error is ErrorKind.NOT_APPLICABLE:
+                turns[name].append(None)
+                continue
+            turns[name].append(turn)
+            _count(stats[name], turn, elapsed_us)
+    return Comparison(parsers=names, outputs=outputs, turns=turns, stats=stats)
+
+
+def _count(stats: ParserStats, turn: ParsedTurn, elapsed_us: float) -> None:
+    stats.applicable += 1
+    stats.with_call += any(c.arguments is not None for c in turn.calls)
+    stats.errors[turn.error.value] += 1
+    stats.rungs[turn.rung.value if turn.rung else "none"] += 1
+    stats.micros.append(elapsed_us)
+
+
+# ---------------------------------------------------------------- writing
+
+def write_comparison(result: Comparison, out_dir: str | Path, inputs: list[str] | None = None) -> list[Path]:
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    files = {
+        "parsers.csv": _csv(_parser_rows(result)),
+        "error_kinds.csv": _csv(_counter_rows(result, "errors", "error")),
+        "rungs.csv": _csv(_counter_rows(result, "rungs", "rung")),
+        "agreement.csv": _csv(_agreement_rows(result)),
+        "disagreements.jsonl": _disagreements_jsonl(result),
+        "summary.md": summary_markdown(result, inputs or []),
+    }
+    written = [_atomic_write(out / name, content.encode("utf-8")) for name, content in files.items()]
+    written.append(_atomic_write(out / "parsers.png", _chart_png(result)))
+    return written
+
+
+def _atomic_write(path: Path, data: bytes) -> Path:
+    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+        os.chmod(temp, 0o644)  # mkstemp creates 0600; a report is meant to be shared
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def _csv(rows: list[list]) -> str:
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerows(rows)
+    return buffer.getvalue()
+
+
+def _parser_rows(result: Comparison) -> list[list]:
+    rows = [["parser", "applicable", "with_dict_call", "parsed_share", "clean", "median_us"]]
+    for name in result.parsers:
+        s = result.stats[name]
+        rows.append([name, s.applicable, s.with_call, f"{s.parsed_share:.4f}", s.errors.get("none", 0),
+                     f"{s.median_us:.2f}"])
+    return rows
+
+
+def _counter_rows(result: Comparison, attribute: str, label: str) -> list[list]:
+    keys = sorted({k for s in result.stats.values() for k in getattr(s, attribute)})
+    rows = [[label, *result.parsers]]
+    for key in keys:
+        rows.append([key, *(getattr(result.stats[n], attribute).get(key, 0) for n in result.parsers)])
+    return rows
+
+
+def _agreement_rows(result: Comparison) -> list[list]:
+    matrix = result.agreement()
+    rows = [["parser", *result.parsers]]
+    for a in result.parsers:
+        rows.append([a, *(_share(*matrix[(a, b)]) for b in result.parsers)])
+    return rows
+
+
+def _share(same: int, both: int) -> str:
+    return f"{same / both:.4f}" if both else "n/a"
+
+
+def _disagreements_jsonl(result: Comparison) -> str:
+    matching = result.matching_parsers()
+    lines = []
+    for index in result.disagreements():
+        output = result.outputs[index]
+        record = {
+            "source": output.source,
+            "text": output.text[:DISAGREEMENT_TEXT_CHARS],
+            "truncated": len(output.text) > DISAGREEMENT_TEXT_CHARS,
+            "parsers": {
+                name: None if result.turns[name][index] is None else {
+                    "error": result.turns[name][index].error.value,
+                    "calls": [[c.name[:DISAGREEMENT_ARGUMENT_CHARS], _short(c.arguments)]
+                              for c in result.turns[name][index].calls],
+                }
+                for name in matching
+            },
+        }
+        lines.append(json.dumps(record, ensure_ascii=False))
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def _short(arguments: dict | None) -> dict | str | None:
+    """Arguments as they are when small, else their JSON cut short (keeps the file small)."""
+    if arguments is None:
+        return None
+    text = json.dumps(arguments, ensure_ascii=False)
+    return arguments if len(text) <= DISAGREEMENT_ARGUMENT_CHARS else text[:DISAGREEMENT_ARGUMENT_CHARS] + "…"
+
+
+def summary_markdown(result: Comparison, inputs: list[str]) -> str:
+    total = len(result.outputs)
+    out = ["# Parser comparison", ""]
+    if inputs:
+        out += [f"Inputs: {', '.join(f'`{i}`' for i in inputs)}", ""]
+    out += [
+        f"{total} model outputs, {len(result.parsers)} parsers. *Parsed* = at least one call whose arguments "
+        "decoded to a JSON object. *Clean* = error kind `none`. Times are single-parse medians (µs); "
+        "see `make bench-parsers` for repeated timings.",
+        "",
+    ]
+    if MESSAGE_PARSER in result.parsers:
+        applicable = result.stats[MESSAGE_PARSER].applicable
+        out += [f"`{MESSAGE_PARSER}` reads assistant messages: it applies to {applicable} of {total} outputs; "
+                "on plain text it is marked not applicable (left out of its denominator and of the "
+                "agreement matrix), not failed.", ""]
+    out += ["## Per parser", "", "| parser | applicable | parsed | parsed share | clean | median µs |",
+            "|---|---:|---:|---:|---:|---:|"]
+    for name in result.parsers:
+        s = result.stats[name]
+        out.append(f"| {name} | {s.applicable} | {s.with_call} | {s.parsed_share:.1%} | "
+                   f"{s.errors.get('none', 0)} | {s.median_us:.1f} |")
+    out += ["", "## Error kinds (turns per kind)", ""]
+    out += _markdown_table(_counter_rows(result, "errors", "error kind"))
+    out += ["", "## JSON ladder rungs (turns per rung that produced the arguments)", ""]
+    out += _markdown_table(_counter_rows(result, "rungs", "rung"))
+    out += ["", "## Agreement (share of outputs where both give the same call names and arguments)", ""]
+    out += _markdown_table(_agreement_rows(result))
+    disagreements = result.disagreements()
+    matching = result.matching_parsers()
+    out += ["", f"## Disagreements: {len(disagreements)} of {total} outputs", "",
+            f"Among the parsers that decoded a call from at least one output here ({', '.join(matching)}); "
+            "parsers whose format never matched are left out. All of them are in `disagreements.jsonl`; "
+            "the first few:", ""]
+    # the most divided outputs first: where every matching parser reads something different
+    spread = {i: len({result.call_key(n, i) for n in matching} - {None}) for i in disagreements}
+    for index in sorted(disagreements, key=lambda i: -spread[i])[:MARKDOWN_DISAGREEMENTS]:
+        output = result.outputs[index]
+        excerpt = output.text[:160].replace("\n", "\\n").replace("|", "\\|")
+        out.append(f"- `{output.source}`: `{excerpt}`" + ("…" if len(output.text) > 160 else ""))
+        for name in matching:
+            turn = result.turns[name][index]
+            if turn is not None:
+                calls = ", ".join(f"`{c.name[:40]!r}`({'dict' if c.arguments is not None else 'None'})"
+                                  for c in turn.calls)
+                out.append(f"  - {name}: {turn.error.value}; {calls or 'no call'}")
+    out += ["", "Files: parsers.csv, error_kinds.csv, rungs.csv, agreement.csv, disagreements.jsonl, parsers.png", ""]
+    return "\n".join(out)
+
+
+def _markdown_table(rows: list[list]) -> list[str]:
+    header, *body = rows
+    lines = ["| " + " | ".join(map(str, header)) + " |", "|---" + "|---:" * (len(header) - 1) + "|"]
+    lines += ["| " + " | ".join(map(str, row)) + " |" for row in body]
+    return lines
+
+
+def _chart_png(result: Comparison) -> bytes:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = result.parsers
+    parsed = [result.stats[n].parsed_share * 100 for n in names]
+    clean = [result.stats[n].errors.get("none", 0) / result.stats[n].applicable * 100
+             if result.stats[n].applicable else 0 for n in names]
+    figure, axis = plt.subplots(figsize=(9, 4.2), dpi=100)
+    positions = range(len(names))
+    width = 0.4
+    axis.bar([p - width / 2 for p in positions], parsed, width, label="parsed into a call with dict arguments")
+    axis.bar([p + width / 2 for p in positions], clean, width, label="clean (error kind none)")
+    axis.set_xticks(list(positions), names, rotation=30, ha="right")
+    axis.set_ylabel("% of applicable outputs")
+    axis.set_ylim(0, 100)
+    axis.set_title(f"Parser variants on {len(result.outputs)} model outputs")
+    for position, name in zip(positions, names, strict=True):
+        if not result.stats[name].applicable:
+            axis.text(position, 2, "n/a", ha="center", fontsize=8, color="grey")
+    axis.legend(loc="upper left", fontsize=8)
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    plt.close(figure)
+    return buffer.getvalue()

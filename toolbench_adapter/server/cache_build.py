@@ -1,0 +1,287 @@
+"""Answer files (released or ours) -> a response cache in the upstream layout, so a recorded run replays
+against the server exactly.
+
+Every recorded call (CoT ``trys`` chains, DFS ``tree``s, ``compare_candidates``, and ``train_messages`` in
+both the old function_call/function and the new tool_calls/tool shapes) becomes one entry:
+``{category}/{tool}_for_{category}/{api}.json``, key ``str(json.loads(arguments))``, value
+``json.loads(observation)``. Only entries that replay byte for byte are kept: an observation is cached
+when it is JSON and ``json.dumps(value)`` gives it back unchanged. Truncated observations (cut at 1024
+characters + "...") are not JSON: they are skipped and counted, so a replay covers exact entries only.
+Status-1 calls, Finish, and answers the client made up itself (timeouts, status 12) are not cached.
+When two recordings of the same call disagree, the first one read wins and the conflict is counted.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..env.lookup import suffix_match
+from ..errors import InputError
+from ..protocol import env as E
+from ..protocol.functions import FINISH_NAME
+from ..queries import GROUPS, QuerySet
+from ..toolset import build_toolset
+from .cache import write_json_atomic
+from .names import api_key_for
+
+log = logging.getLogger(__name__)
+FINISH = FINISH_NAME
+_QUERY_ID = re.compile(r"^(\d+)_")
+_CLIENT_ERRORS = (E.TIMEOUT_ERROR, E.REQUEST_INVALID_ERROR)
+_CLIENT_MADE_STATUSES = (E.STATUS_NO_SUCH_FUNCTION, E.STATUS_TIMEOUT, E.STATUS_REQUEST_INVALID)
+
+
+@dataclass(frozen=True)
+class RecordedCall:
+    name: str
+    arguments: str
+    observation: str | None
+    status: int | None  # observation_code when the recording has it (tree/chain nodes)
+
+
+@dataclass
+class BuildReport:
+    answer_files: int = 0
+    calls: int = 0
+    entries: int = 0  # distinct (api, key) pairs now in the output
+    api_files: int = 0
+    skipped: Counter = field(default_factory=Counter)  # reason -> calls
+    skipped_files: Counter = field(default_factory=Counter)  # reason -> answer files
+    conflicts: int = 0
+
+    def as_dict(self) -> dict:
+        return {"answer_files": self.answer_files, "calls": self.calls, "entries": self.entries,
+                "api_files": self.api_files, "conflicts": self.conflicts, "skipped_calls": dict(self.skipped),
+                "skipped_files": dict(self.skipped_files)}
+
+
+def answer_files(paths: list[str | Path]) -> Iterator[Path]:
+    for path in paths:
+        path = Path(path)
+        if path.is_file():
+            yield path
+        elif path.is_dir():
+            yield from sorted(p for p in path.rglob("*.json") if p.is_file())
+        else:
+            raise InputError("answer folder or file not found", path=path,
+                             fix="pass folders holding {group}/{query_id}_{method}.json answer files")
+
+
+def identify(path: Path) -> tuple[str, int] | None:
+    """(group, query id) from ``.../{group}/{query_id}_{method}.json``."""
+    match = _QUERY_ID.match(path.name)
+    group = next((p.name for p in path.parents if p.name in GROUPS), None)
+    if not match or group is None:
+        return None
+    return group, int(match.group(1))
+
+
+def recorded_calls(answer: dict) -> Iterator[RecordedCall]:
+    for attempt in answer.get("trys") or []:
+        yield from _chain_calls(attempt.get("chain") or [])
+    for chain in answer.get("compare_candidates") or []:
+        if isinstance(chain, list):
+            yield from _chain_calls(chain)
+    tree = (answer.get("tree") or {}).get("tree")
+    if isinstance(tree, dict):
+        yield from _tree_calls(tree, None)
+    for messages in (answer.get("answer_generation") or {}).get("train_messages") or []:
+        if isinstance(messages, list):
+            yield from _message_calls(messages)
+
+
+def _node_call(node: dict, action: str | None) -> RecordedCall | None:
+    if node.get("node_type") != "Action Input" or action is None:
+        return None
+    return RecordedCall(action, node.get("description") or "", node.get("observation"), node.get("observation_code"))
+
+
+def _chain_calls(chain: list) -> Iterator[RecordedCall]:
+    action = None
+    for node in chain:
+        if not isinstance(node, dict):
+            continue
+        if node.get("node_type") == "Action":
+            action = node.get("description")
+        call = _node_call(node, action)
+        if call is not None:
+            yield call
+
+
+def _tree_calls(node: dict, action: str | None) -> Iterator[RecordedCall]:
+    if node.get("node_type") == "Action":
+        action = node.get("description")
+    call = _node_call(node, action)
+    if call is not None:
+        yield call
+    for child in node.get("children") or []:
+        if isinstance(child, dict):
+            yield from _tree_calls(child, action)
+
+
+def _message_calls(messages: list) -> Iterator[RecordedCall]:
+    pending: dict[str | None, tuple[str, str]] = {}
+    last_legacy: tuple[str, str] | None = None
+    for message in messages:
+        if not isinstance(message, dict):
+            continue
+        role = message.get("role")
+        if role == "assistant":
+            if message.get("function_call"):
+                call = message["function_call"]
+                last_legacy = (call.get("name", ""), call.get("arguments", ""))
+            for tool_call in message.get("tool_calls") or []:
+                function = tool_call.get("function") or {}
+                pending[tool_call.get("id")] = (function.get("name", ""), function.get("arguments", ""))
+        elif role == "function" and last_legacy is not None:
+            yield RecordedCall(last_legacy[0], last_legacy[1], message.get("content"), None)
+            last_legacy = None
+        elif role == "tool":
+            call = pending.pop(message.get("tool_call_id"), None)
+            if call is not None:
+                yield RecordedCall(call[0], call[1], message.get("content"), None)
+
+
+def _skip_reason(call: RecordedCall) -> str | None:
+    if call.name == FINISH:
+        return "finish"
+    if call.name == E.INVALID_FUNCTION_NAME or call.status == E.STATUS_NO_SUCH_FUNCTION:
+        return "no_such_function"
+    if call.status in _CLIENT_MADE_STATUSES:
+        return "client_made_answer"
+    if not call.observation:
+        return "no_observation"
+    return None
+
+
+def _decode_observation(observation: str) -> tuple[Any, str | None]:
+    try:
+        value = json.loads(observation)
+    except ValueError:
+        if observation.endswith(E.TRUNCATION_SUFFIX) and len(observation) > E.MAX_OBSERVATION_LENGTH:
+            return None, "truncated_observation"
+        return None, "observation_not_json"
+    if not isinstance(value, dict):
+        return None, "observation_not_object"
+    error = value.get("error")
+    if isinstance(error, str) and (error in _CLIENT_ERRORS or error.startswith(E.REQUEST_INVALID_ERROR)
+                                   or error.startswith(E.NO_SUCH_FUNCTION_ERROR.split("{")[0])):
+        return None, "client_made_answer"
+    if json.dumps(value) != observation:
+        return None, "observation_not_canonical"
+    return value, None
+
+
+def _decode_arguments(arguments: str) -> tuple[Any, str | None]:
+    if arguments == "":
+        return {}, None  # the server reads an empty tool input as {}
+    try:
+        return json.loads(arguments), None
+    except ValueError:
+        return None, "arguments_not_json"  # the server answered "Tool input parse error": nothing to key
+
+
+class CacheBuilder:
+    def __init__(self, stb_root: str | Path | None):
+        self.queries = QuerySet(stb_root)
+        self.report = BuildReport()
+        self.entries: dict[str, dict[str, Any]] = {}  # relative path -> key -> answer
+
+    def add_paths(self, paths: list[str | Path]) -> None:
+        for path in answer_files(paths):
+            self.add_file(path)
+
+    def add_file(self, path: Path) -> None:
+        identity = identify(path)
+        if identity is None:
+            self.report.skipped_files["not_an_answer_file_name"] += 1
+            return
+        try:
+            answer = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            log.warning("%s skipped: %s", path, exc)
+            self.report.skipped_files["unreadable"] += 1
+            return
+        if not isinstance(answer, dict) or "answer_generation" not in answer:
+            self.report.skipped_files["not_an_answer_file"] += 1
+            return
+        group, query_id = identity
+        try:
+            toolset = build_toolset(self.queries.get(group, query_id))
+        except InputError as exc:
+            log.warning("%s skipped: %s", path, exc.problem)
+            self.report.skipped_files["query_not_found"] += 1
+            return
+        self.report.answer_files += 1
+        # route as the run did: against the function list the model saw (answer_generation.function)
+        recorded = [f.get("function", f).get("name") for f in answer["answer_generation"].get("function") or []
+                    if isinstance(f, dict)]
+        names = [n for n in recorded if isinstance(n, str) and n != FINISH] or \
+            [n for n in toolset.names if n != FINISH]
+        for call in recorded_calls(answer):
+            self.report.calls += 1
+            reason = self._add_call(call, names, toolset.routes)
+            if reason is not None:
+                self.report.skipped[reason] += 1
+
+    def _add_call(self, call: RecordedCall, names: list[str], routes: dict) -> str | None:
+        reason = _skip_reason(call)
+        if reason is not None:
+            return reason
+        function = suffix_match(call.name, names)
+        if function is None or function not in routes:
+            return "unknown_function"
+        value, reason = _decode_observation(call.observation)
+        if reason is not None:
+            return reason
+        arguments, reason = _decode_arguments(call.arguments)
+        if reason is not None:
+            return reason
+        route = routes[function]
+        rel = api_key_for(route.category, route.tool_name, route.api_name).relative_path()
+        key = str(arguments)
+        entries = self.entries.setdefault(rel, {})
+        if key in entries:
+            if entries[key] != value:
+                self.report.conflicts += 1
+                return "conflict"
+            return "duplicate"
+        entries[key] = value
+        return None
+
+    def write(self, out: str | Path) -> BuildReport:
+        """Merge into ``out`` (existing entries win) with atomic per-file writes."""
+        root = Path(out)
+        root.mkdir(parents=True, exist_ok=True)
+        total = 0
+        for rel, entries in sorted(self.entries.items()):
+            path = root / rel
+            merged: dict[str, Any] = {}
+            if path.exists():
+                try:
+                    merged = json.loads(path.read_text(encoding="utf-8"))
+                except ValueError:
+                    raise InputError("existing cache file is not valid JSON", path=path,
+                                     fix="remove it or choose another --out folder") from None
+            for key, value in entries.items():
+                if key in merged and merged[key] != value:
+                    self.report.conflicts += 1
+                merged.setdefault(key, value)
+            write_json_atomic(path, merged, root)
+            total += len(merged)
+        self.report.entries = total
+        self.report.api_files = len(self.entries)
+        return self.report
+
+
+def build_cache(answers: list[str | Path], stb_root: str | Path | None, out: str | Path) -> BuildReport:
+    builder = CacheBuilder(stb_root)
+    builder.add_paths(answers)
+    return builder.write(out)

@@ -1,0 +1,117 @@
+"""The /virtual request flow, free of any web framework: body bytes in, (HTTP status, answer, source) out.
+
+Order as upstream's server/main.py: names, chat_with_user, tool input parsing, cache lookup, then (where
+upstream calls the real RapidAPI server and an LLM) a simulator chosen by name. Bad input gets a 4xx with
+an ``{"error", "response"}`` body; nothing a client sends can make it answer 500 or touch files outside
+its folders.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from ..protocol import env as E
+from ..protocol import server as S
+from .cache import ResponseCache
+from .catalog import ApiCatalog
+from .names import UnsafeName, api_key_for
+from .simulators import SimulationRequest, Simulator
+from .stats import ServerStats
+
+log = logging.getLogger(__name__)
+REQUIRED_FIELDS = ("category", "tool_name", "api_name", "tool_input")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: int  # HTTP status
+    answer: dict
+    source: str  # cache, cache_simulated, simulator:<name>, chat_with_user, tool_input_parse_error, bad_request
+
+
+def _bad(status: int, problem: str) -> Outcome:
+    return Outcome(status, {"error": f"request invalid: {problem}", "response": ""}, "bad_request")
+
+
+class VirtualServer:
+    def __init__(self, cache: ResponseCache, simulator: Simulator, catalog: ApiCatalog | None = None):
+        self.cache = cache
+        self.simulator = simulator
+        self.catalog = catalog or ApiCatalog()
+        self.stats = ServerStats()
+
+    def handle(self, body: bytes) -> Outcome:
+        started = time.perf_counter()
+        outcome = self._handle(body)
+        self.stats.record(outcome.source, time.perf_counter() - started)
+        return outcome
+
+    def _handle(self, body: bytes) -> Outcome:
+        try:
+            payload = json.loads(body)
+        except (ValueError, UnicodeDecodeError) as exc:
+            return _bad(400, f"the body is not JSON ({exc})")
+        if not isinstance(payload, dict):
+            return _bad(422, "the body must be a JSON object with " + ", ".join(S.PAYLOAD_FIELDS))
+        missing = [f for f in REQUIRED_FIELDS if f not in payload or payload[f] is None]
+        if missing:
+            return _bad(422, f"missing field(s): {', '.join(missing)}")
+        names = {f: payload[f] for f in ("category", "tool_name", "api_name")}
+        wrong = [f for f, v in names.items() if not isinstance(v, str)]
+        if wrong:
+            return _bad(422, f"field(s) {', '.join(wrong)} must be strings")
+        tool_input = payload["tool_input"]
+        if isinstance(tool_input, bool) or not isinstance(tool_input, str | dict | int | float):
+            return _bad(422, "tool_input must be a JSON string or an object")
+        if isinstance(tool_input, int | float):
+            tool_input = str(tool_input)  # pydantic v1 (upstream) coerces numbers to str
+        try:
+            key = api_key_for(names["category"], names["tool_name"], names["api_name"])
+        except UnsafeName as exc:
+            return _bad(400, str(exc))
+        if key.api == S.CHAT_WITH_USER_API:
+            return Outcome(200, {"error": "", "response": S.CHAT_WITH_USER_RESPONSE}, "chat_with_user")
+        parsed = self._parse_tool_input(tool_input)
+        if parsed is _UNPARSABLE:
+            return Outcome(200, {"error": E.TOOL_INPUT_PARSE_ERROR, "response": ""}, "tool_input_parse_error")
+        cache_key = str(parsed)
+        hit = self.cache.lookup(key, cache_key)
+        if hit is not None:
+            answer, simulated = hit
+            return Outcome(200, answer, "cache_simulated" if simulated else "cache")
+        unknown = self.catalog.unknown_part(key)
+        if unknown is not None:
+            value = {"category": key.category, "tool_name": key.tool_folder, "api_name": key.api}[unknown]
+            return _bad(404, f"unknown {unknown} {value!r}: not in the query files this server was started with")
+        return self._simulate(SimulationRequest(key=key, tool_input=parsed, cache_key=cache_key,
+                                                doc=self.catalog.get(key), examples=self.cache.examples(key)))
+
+    @staticmethod
+    def _parse_tool_input(tool_input: str | dict) -> Any:
+        if isinstance(tool_input, dict):
+            return tool_input
+        try:
+            return json.loads(tool_input)
+        except ValueError:
+            return {} if tool_input == "" else _UNPARSABLE
+
+    def _simulate(self, request: SimulationRequest) -> Outcome:
+        source = f"simulator:{self.simulator.name}"
+        try:
+            result = self.simulator.simulate(request)
+        except Exception:  # a simulator bug must not take the server down or leak a 500
+            log.exception("simulator %s failed", self.simulator.name)
+            return Outcome(200, {"error": E.FAKE_RESPONSE_FAILED, "response": ""}, source)
+        if result.cacheable:
+            try:
+                self.cache.store_simulated(request.key, request.cache_key, result.answer)
+            except OSError:
+                log.exception("could not save a simulated answer for %s", request.key.relative_path())
+        return Outcome(200, result.answer, source)
+
+
+_UNPARSABLE = object()

@@ -1,0 +1,69 @@
+"""Run the app with uvicorn on a loopback socket: in the foreground (tba serve) or in a thread (tests,
+benchmarks), on a given port or a free one (port 0)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import uvicorn
+
+
+def bind(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
+    # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY on accepted connections only when the socket says TCP;
+    # without it, Nagle + delayed ACK add ~40 ms to every response (headers and body go out separately)
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.bind((host, port))
+    sock.listen(2048)
+    sock.setblocking(False)
+    return sock
+
+
+def url_of(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    return f"http://{f'[{host}]' if ':' in host else host}:{port}"
+
+
+def _uvicorn(app, log_level: str = "warning") -> uvicorn.Server:
+    config = uvicorn.Config(app, log_level=log_level, access_log=False, lifespan="off", timeout_keep_alive=30)
+    return uvicorn.Server(config)
+
+
+def serve_forever(app, sock: socket.socket, log_level: str = "warning") -> None:
+    _uvicorn(app, log_level).run(sockets=[sock])
+
+
+class EmbeddedServer:
+    """``with EmbeddedServer(app) as server: requests.post(server.url + "/virtual", ...)``; always stops."""
+
+    def __init__(self, app, host: str = "127.0.0.1", port: int = 0, log_level: str = "warning"):
+        self.app = app
+        self.sock = bind(host, port)
+        self.url = url_of(self.sock)
+        self._server = _uvicorn(app, log_level)
+        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self.sock]}, daemon=True)
+
+    def start(self, timeout_s: float = 10.0) -> EmbeddedServer:
+        self._thread.start()
+        deadline = time.monotonic() + timeout_s
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError("the embedded server did not start")
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        if self._thread.is_alive():
+            self._thread.join(timeout=10)
+        self.sock.close()
+
+    def __enter__(self) -> EmbeddedServer:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
