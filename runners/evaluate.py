@@ -15,7 +15,7 @@ from toolbench_adapter.evaluation.evaluator import load_evaluator
 from toolbench_adapter.evaluation.judge import make_judge
 from toolbench_adapter.evaluation.run_judge import judge_file
 from toolbench_adapter.evaluation.storage import write_text_atomic
-from toolbench_adapter.queries import GROUPS, QuerySet
+from toolbench_adapter.queries import GROUPS, QuerySet, is_group_name
 from toolbench_adapter.report import tables, taxonomy
 
 from .run import MANIFEST
@@ -44,7 +44,7 @@ def evaluate_run(run_dir: str | Path, client, *, evaluator: str | None = None, e
     method = manifest["config"]["method"]
     model = safe_name(model_label or str(manifest.get("model") or manifest["config"]["backend"]))
     groups = [g for g in GROUPS if (run_dir / g).is_dir()] + sorted(
-        p.name for p in run_dir.iterdir() if p.is_dir() and p.name.startswith("G") and p.name not in GROUPS)
+        p.name for p in run_dir.iterdir() if p.is_dir() and is_group_name(p.name) and p.name not in GROUPS)
     if not groups:
         raise InputError("the run folder holds no answer files yet", path=run_dir, fix="run tba run first")
     try:
@@ -77,11 +77,24 @@ def evaluate_run(run_dir: str | Path, client, *, evaluator: str | None = None, e
     return result
 
 
-def hf_chat_client(model: str | None = None, base_url: str | None = None, api_key: str | None = None, **_):
+LOCAL_JUDGE_MAX_TOKENS = 96  # a verdict is a short JSON object; a small local model would ramble to 1000
+
+
+def hf_chat_client(model: str | None = None, base_url: str | None = None, api_key: str | None = None,
+                   max_tokens: int = LOCAL_JUDGE_MAX_TOKENS, **_):
     """Judge with a local transformers model (default: SmolLM2-135M-Instruct); text only -> JSON mode."""
     from .models.chat_adapter import BackendChatClient
     from .models.hf import HFBackend
 
+    class CappedChatClient(BackendChatClient):
+        def chat(self, messages, *, tools=None, tool_choice=None, temperature=None, max_tokens=None, prefill=None):
+            cap = min(max_tokens or self.cap, self.cap)
+            # with the verdict field started for it, the model only has to name the label: stop at its end
+            return super().chat(messages, tools=tools, tool_choice=tool_choice, temperature=temperature,
+                                max_tokens=cap, prefill=prefill, stop=['"', ',', '\n'] if prefill else None)
+
     backend = HFBackend(model=model)
     backend.preflight()
-    return BackendChatClient(backend)
+    client = CappedChatClient(backend)
+    client.cap = max_tokens
+    return client

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from toolbench_adapter.answers.write import write_json_atomic
 from toolbench_adapter.errors import InputError
+from toolbench_adapter.queries import is_group_name
 
 from .run import ERRORS, MANIFEST, QUERY_STATS, STEPS_DIR, collect_steps, summarize
 
@@ -23,7 +24,7 @@ def merge_runs(sources: list[str | Path], out: str | Path) -> dict:
             raise InputError("not a run folder (no manifest.json)", path=source, fix="pass folders written by tba run")
         manifests.append(json.loads(path.read_text()))
     defining = [_defining(m) for m in manifests]
-    for source, d in zip(sources[1:], defining[1:]):
+    for source, d in zip(sources[1:], defining[1:], strict=True):
         if d != defining[0]:
             diff = sorted(k for k in d if d[k] != defining[0].get(k))
             raise InputError(f"this shard was run with different settings ({', '.join(diff)})", path=source,
@@ -32,6 +33,8 @@ def merge_runs(sources: list[str | Path], out: str | Path) -> dict:
     copied = 0
     for source in sources:
         for answer in source.glob("*/*.json"):
+            if not is_group_name(answer.parent.name):
+                continue  # evaluation outputs are per run, not per shard
             relative = answer.relative_to(source)
             copied += _copy_checked(answer, out / relative)
         for steps in (source / STEPS_DIR).glob("*/*.jsonl"):

@@ -13,8 +13,8 @@ THOUGHT, ACTION, ACTION_INPUT = "Thought", "Action", "Action Input"
 class Node:
     node_type: str
     description: str = ""
-    father: "Node | None" = None
-    children: list["Node"] = field(default_factory=list)
+    father: Node | None = None
+    children: list[Node] = field(default_factory=list)
     messages: list[dict] = field(default_factory=list)  # conversation up to and including this node
     env: Any = None  # ToolEnv state at this node
     observation: str = ""
@@ -25,10 +25,10 @@ class Node:
     expand_num: int = 0
 
     @classmethod
-    def root(cls, messages: list[dict], env: Any) -> "Node":
+    def root(cls, messages: list[dict], env: Any) -> Node:
         return cls(node_type=ACTION_INPUT, messages=list(messages), env=env)
 
-    def add_child(self, node_type: str, description: str, messages: list[dict] | None = None) -> "Node":
+    def add_child(self, node_type: str, description: str, messages: list[dict] | None = None) -> Node:
         child = Node(node_type=node_type, description=description, father=self,
                      messages=list(self.messages if messages is None else messages), env=self.env)
         self.children.append(child)
@@ -41,7 +41,7 @@ class Node:
             depth, node = depth + 1, node.father
         return depth
 
-    def path_from_root(self) -> list["Node"]:
+    def path_from_root(self) -> list[Node]:
         """Nodes from the first child of the root down to this node (root excluded)."""
         path, node = [], self
         while node.father is not None:

@@ -29,8 +29,8 @@ def expected_turn(node: dict):
         action_input = node["children"][0]
         return None, node["description"], action_input["description"], action_input
     children = node.get("children", [])
-    if len(children) != 1 or children[0]["node_type"] != "Action":  # a Thought the search expanded itself
-        return node["description"], None, None, node
+    if len(children) != 1 or children[0]["node_type"] != "Action" or node.get("expand_num", 0):
+        return node["description"], None, None, node  # a Thought the search expanded itself: a text-only turn
     action_input = children[0]["children"][0]
     return node["description"], children[0]["description"], action_input["description"], action_input
 
@@ -53,7 +53,8 @@ def replay_like_dfs(backend, ident, node: dict, path: list, seen: list) -> None:
         replay_like_dfs(backend, ident, below, path + [[name, arguments]], seen)
 
 
-def replay_like_cot(backend, ident, chain: list[dict], seen: list) -> None:
+def replay_like_cot(backend, ident, chain: list[dict], seen: list, text_only: set) -> None:
+    """text_only: contents of recorded assistant messages without a call (those Thoughts were turns alone)."""
     path, i = [], 0
     while i < len(chain):
         node = chain[i]
@@ -62,7 +63,7 @@ def replay_like_cot(backend, ident, chain: list[dict], seen: list) -> None:
         if node["node_type"] == "Thought":
             assert completion.text == node["description"]
             i += 1
-            if i == len(chain) or chain[i]["node_type"] != "Action":
+            if i == len(chain) or chain[i]["node_type"] != "Action" or node["description"] in text_only:
                 assert completion.tool_calls is None
                 continue
         else:
@@ -97,8 +98,11 @@ def check_every_turn(backend: ReplayBackend, ident: tuple, answer: dict) -> list
     if "tree" in answer:
         replay_like_dfs(backend, ident, answer["tree"]["tree"], [], seen)
     else:
+        text_only = {m["content"] for messages in answer["answer_generation"].get("train_messages") or []
+                     for m in messages if m["role"] == "assistant" and m.get("content")
+                     and not m.get("function_call") and not m.get("tool_calls")}
         for attempt in answer["trys"]:
-            replay_like_cot(backend, ident, attempt["chain"], seen)
+            replay_like_cot(backend, ident, attempt["chain"], seen, text_only)
     assert seen == action_nodes(answer)  # all of them, in recorded order
     return seen
 

@@ -30,7 +30,7 @@ def flatten_tree(node):
                                            ("virtual_chatgpt_dfs", "DFS_woFilter_w2")])
 def test_replay_reproduces_released_runs(stb_root, tmp_path, folder, method):
     answers = stb_root / "data_example" / "answer" / folder
-    build_cache([answers], stb_root, tmp_path / "cache")
+    report = build_cache([answers], stb_root, tmp_path / "cache")
     server = build_virtual_server(ServerConfig(cache_dir=tmp_path / "cache", stb_root=stb_root, simulator="none",
                                                save=False))
     cfg = RunConfig(name="replay", out_root=str(tmp_path / "runs"), stb_root=str(stb_root),
@@ -50,18 +50,18 @@ def test_replay_reproduces_released_runs(stb_root, tmp_path, folder, method):
             our_nodes = list(flatten_tree(ours["tree"]["tree"]))
             assert ours["tree"]["size"] == recorded["tree"]["size"]
         assert len(our_nodes) == len(expected_nodes), recorded_path.name
-        for expected, got in zip(expected_nodes, our_nodes):
+        for expected, got in zip(expected_nodes, our_nodes, strict=True):
             assert got["node_type"] == expected["node_type"] and got["description"] == expected["description"]
             assert got["depth"] == expected["depth"]
             observation = expected.get("observation")
-            if observation and len(observation) == TRUNCATED_LENGTH and observation.endswith("..."):
-                cut += 1  # a cut observation is not valid JSON: the cache cannot hold it exactly
-                continue
+            cut += bool(observation and len(observation) == TRUNCATED_LENGTH and observation.endswith("..."))
             assert shape(got) == shape(expected), (recorded_path.name, expected["description"][:60])
             compared += 1
         assert ours["win"] == recorded["win"]
         assert ours["answer_generation"]["valid_data"] == recorded["answer_generation"]["valid_data"]
         assert ours["answer_generation"]["final_answer"] == recorded["answer_generation"]["final_answer"]
-        # assert ours["answer_generation"]["query_count"] == recorded["answer_generation"]["query_count"]
+        assert ours["answer_generation"]["query_count"] == recorded["answer_generation"]["query_count"]
         assert ours["answer_generation"]["function"] == recorded["answer_generation"]["function"]
     assert compared > 20
+    # observations stored cut at 1024 characters replay exactly too (rebuilt answers, counted as such)
+    assert report.reconstructed >= (1 if cut else 0)  # DFS: 15 observations were stored cut

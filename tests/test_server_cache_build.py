@@ -89,10 +89,29 @@ def test_one_run_becomes_exact_entries(stb, tmp_path):
     # key = str(json.loads(arguments)); the empty-argument suffix hit ("sky_tool" -> now_for_sky_tool) is "{}"
     assert entries == {"{'city': 'Oslo', 'n': 2}": {"error": "", "response": "cold"},
                        "{}": {"error": "", "response": "suffix hit"}}
-    assert not (tmp_path / "cache" / "Weather" / "sky_tool_for_Weather" / "later.json").exists()
-    assert report.skipped == {"no_such_function": 1, "truncated_observation": 1, "client_made_answer": 1,
-                              "finish": 1, "duplicate": 1}
-    assert report.entries == 2 and report.conflicts == 0
+    # the observation stored cut at 1024 characters is rebuilt so that cutting it again gives the same bytes
+    later = json.loads((tmp_path / "cache" / "Weather" / "sky_tool_for_Weather" / "later.json").read_text())
+    assert json.dumps(later["{}"])[:1024] + "..." == LONG
+    assert report.reconstructed == 1
+    assert report.skipped == {"no_such_function": 1, "client_made_answer": 1, "finish": 1, "duplicate": 1}
+    assert report.entries == 3 and report.conflicts == 0
+
+
+def test_cut_observations_that_cannot_be_rebuilt_are_skipped():
+    from toolbench_adapter.server.cache_build import reconstruct_truncated
+
+    assert reconstruct_truncated(LONG) is not None
+    cut_in_escape = ('{"error": "", "response": "' + "a" * 996 + '\\')[:1024]
+    assert len(cut_in_escape) == 1024 and reconstruct_truncated(cut_in_escape + "...") is None
+    assert reconstruct_truncated('{"error": "", "response": "short"}...') is None  # not cut at 1024
+    def cut_inside_key(n):
+        text = json.dumps({"error": "", "response": {"k" * n: 1, "pa": 2}})
+        return text, text.index('"pa') + 3  # the cut lands between "pa and its closing quote
+    text, end = cut_inside_key(900)
+    text, end = cut_inside_key(900 + 1024 - end)
+    assert end == 1024
+    rebuilt = reconstruct_truncated(text[:1024] + "...")
+    assert rebuilt is not None and json.dumps(rebuilt)[:1024] == text[:1024]
 
 
 def test_trees_and_tool_messages(stb, tmp_path):
@@ -130,6 +149,6 @@ def test_cli_build_and_bad_input(stb, tmp_path, capsys):
     write(tmp_path / "run", "5_CoT@1.json", cot_answer())
     assert tba(["cache", "build", "--answers", str(tmp_path / "run"), "--stb-root", str(stb),
                 "--out", str(tmp_path / "cache")]) == 0
-    assert json.loads(capsys.readouterr().out)["entries"] == 2
+    assert json.loads(capsys.readouterr().out)["entries"] == 3  # two exact answers and one rebuilt from a cut observation
     assert tba(["cache", "build", "--answers", str(tmp_path / "missing"), "--out", str(tmp_path / "c2")]) == 2
     assert "answer folder or file not found" in capsys.readouterr().err

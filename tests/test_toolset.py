@@ -49,7 +49,7 @@ def test_current_flavour_wraps_and_leads_with_empty_string(stb_root):
     legacy = build_toolset(query, "legacy").functions
     current = build_toolset(query, "current").functions
     assert all(f["type"] == "function" for f in current)
-    for old, new in zip(legacy[:-1], current[:-1]):
+    for old, new in zip(legacy[:-1], current[:-1], strict=True):
         inner = new["function"]
         assert inner["parameters"]["required"] == [""] + old["parameters"]["required"]
         assert inner["parameters"]["optional"] == [""] + old["parameters"]["optional"]

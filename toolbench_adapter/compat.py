@@ -25,7 +25,7 @@ class Compat:
     cache_simulated_responses: bool = True
 
     @classmethod
-    def from_mode(cls, mode: str = "stb", **overrides: bool) -> "Compat":
+    def from_mode(cls, mode: str = "stb", **overrides: bool) -> Compat:
         if mode not in MODES:
             raise ValueError(f"unknown compat mode {mode!r}; choose one of {', '.join(MODES)}")
         return replace(MODES[mode], **overrides)

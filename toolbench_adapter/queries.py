@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from .errors import InputError
 
@@ -31,6 +33,12 @@ IDS_DIR = Path("solvable_queries") / "test_query_ids"
 PROJECT_DATA = Path(__file__).resolve().parent.parent / "data"
 SAMPLE_ROOT = PROJECT_DATA / "sample"
 ROOT_HINT = "pass --stb-root DIR (or set TBA_STB_ROOT) to a StableToolBench checkout holding solvable_queries/"
+
+
+def is_group_name(name: str) -> bool:
+    """Group folders of a run or checkout are named G<level>_<kind> (G1_instruction, G3_instruction, ...);
+    anything else in a run folder (eval/, steps/, converted/, tables/) is not answers."""
+    return re.match(r"^G\d+_\w+$", name) is not None
 
 
 @dataclass

@@ -10,8 +10,9 @@ from __future__ import annotations
 import difflib
 import importlib
 import threading
+from collections.abc import Callable
 from importlib.metadata import entry_points
-from typing import Any, Callable, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 

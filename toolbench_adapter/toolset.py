@@ -143,7 +143,7 @@ class ToolEnvironment:
         self._cache: dict[tuple[str, str], dict | None] = {}
 
     @classmethod
-    def resolve(cls, tool_root: str | Path | None) -> "ToolEnvironment | None":
+    def resolve(cls, tool_root: str | Path | None) -> ToolEnvironment | None:
         chosen = tool_root or os.environ.get("TBA_TOOL_ROOT")
         if not chosen:
             return None

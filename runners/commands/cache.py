@@ -8,8 +8,10 @@ import json
 HELP = """\
 Turn answer files (released StableToolBench answers or ours; CoT and DFS; old function_call and new
 tool_calls messages) into a cache in StableToolBench's layout, so the run replays against `tba serve`.
-Only observations that replay byte for byte are cached: truncated ones ("..." at 1024 characters),
-Finish, status-1 calls and client-made errors are skipped and counted. Build one cache per run: two runs
+Only observations that replay byte for byte are cached. Observations stored cut at 1024 characters are
+rebuilt (open strings and brackets closed) when cutting the rebuilt answer again gives the same bytes; they
+are exact at the default --max-observation-length only, and counted as reconstructed_truncated. Finish,
+status-1 calls and client-made errors are skipped and counted. Build one cache per run: two runs
 that recorded different answers for the same call conflict (the first read wins; the count is printed)."""
 
 

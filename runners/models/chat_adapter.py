@@ -32,16 +32,24 @@ class BackendChatClient:
         self.name = name or describe(backend)
         # text-only backends (hf) get no tools: the judge then asks for JSON in the prompt instead
         self.supports_tools = bool(getattr(backend, "supports_tools", False))
+        # a local model continues a reply we start (the hf backend honours extra["prefill"]); endpoints do not
+        self.accepts_prefill = getattr(backend, "name", None) == "hf"
 
     def chat(self, messages: list[dict], *, tools: list[dict] | None = None, tool_choice: dict | None = None,
-             temperature: float | None = None, max_tokens: int | None = None) -> dict:
+             temperature: float | None = None, max_tokens: int | None = None, prefill: str | None = None,
+             stop: list[str] | None = None) -> dict:
+        """``prefill`` (local models only: see accepts_prefill) starts the reply; it is part of the content."""
         use_tools = self.supports_tools and bool(tools)
+        extra = {"tool_choice": tool_choice} if use_tools and tool_choice is not None else {}
+        if prefill and self.accepts_prefill:
+            extra["prefill"] = prefill
         request = ModelRequest(
             messages=messages,
             tools=tools if use_tools else None,
             max_tokens=max_tokens or DEFAULT_MAX_TOKENS,
             temperature=0.0 if temperature is None else temperature,
-            extra={"tool_choice": tool_choice} if use_tools and tool_choice is not None else {},
+            extra=extra,
+            stop=list(stop or []),
         )
         completion = self.backend.complete(request)
         if completion.error:

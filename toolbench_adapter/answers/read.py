@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..queries import is_group_name
 
 COT, DFS = "cot", "dfs"
 STYLE_FUNCTION_CALL, STYLE_TOOL_CALLS = "function_call", "tool_calls"
@@ -158,7 +159,7 @@ def iter_run_folder(run_dir: str | Path, method: str | None = None,
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise InputError("run folder not found", path=run_dir)
-    for group_dir in sorted(p for p in run_dir.iterdir() if p.is_dir()):
+    for group_dir in sorted(p for p in run_dir.iterdir() if p.is_dir() and is_group_name(p.name)):
         if groups is not None and group_dir.name not in groups:
             continue
         for path in iter_answer_files(group_dir, method):

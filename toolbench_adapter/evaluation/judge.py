@@ -40,6 +40,11 @@ JSON_INSTRUCTION = (
 )
 
 
+# clients that can put words in the model's mouth (local models) start the reply with the verdict field,
+# so even a small model answers in the asked shape
+JSON_PREFILL = '{{"{field}": "'
+
+
 class MalformedVerdict(ValueError):
     """The judge answered, but not with a usable verdict."""
 
@@ -116,6 +121,12 @@ class FunctionJudge:
         if not isinstance(verdict, dict):
             raise MalformedVerdict(f"expected a JSON object, got {type(verdict).__name__}")
         status = verdict.get(ANSWER_STATUS_FIELD)
+        if isinstance(status, str) and status not in self._choices(function):
+            # case and surrounding space are not a verdict's content: "solved " reads as "Solved"
+            canonical = {c.lower(): c for c in self._choices(function)}.get(status.strip().lower())
+            if canonical is not None:
+                verdict = {**verdict, ANSWER_STATUS_FIELD: canonical}
+                status = canonical
         if status not in self._choices(function):
             raise MalformedVerdict(f"{ANSWER_STATUS_FIELD}={status!r} is not one of {self._choices(function)}")
         return verdict
@@ -154,8 +165,10 @@ class JsonJudge(FunctionJudge):
     def _request(self, function: str, prompt: str) -> dict:
         instruction = JSON_INSTRUCTION.format(reason=REASON_FIELD, field=ANSWER_STATUS_FIELD,
                                               choices=", ".join(self._choices(function)))
+        extra = {"prefill": JSON_PREFILL.format(field=ANSWER_STATUS_FIELD)} if getattr(
+            self.client, "accepts_prefill", False) else {}
         return self.client.chat([{"role": "user", "content": prompt + instruction}],
-                                temperature=self.temperature, max_tokens=self.max_tokens)
+                                temperature=self.temperature, max_tokens=self.max_tokens, **extra)
 
     def _verdict(self, message: dict) -> Any:
         from ..parsers.ladder import decode_json

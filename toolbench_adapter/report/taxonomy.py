@@ -16,7 +16,7 @@ from pathlib import Path
 from ..answers.read import iter_answer_files, load_answer
 from ..errors import InputError
 from ..protocol.env import STATUS_NAMES
-from ..queries import GROUPS
+from ..queries import GROUPS, is_group_name
 
 STEPS_FILE = "steps.jsonl"
 NO_CALL = "no call"
@@ -65,7 +65,7 @@ def read_taxonomy(run_dir: str | Path) -> Taxonomy:
                 group.queries.add(str(record["query_id"]))
             except (ValueError, KeyError, TypeError) as exc:
                 raise InputError(f"malformed step record ({exc})", path=steps_path, field=f"line {number}") from None
-    for group_dir in sorted(p for p in run_dir.iterdir() if p.is_dir()):
+    for group_dir in sorted(p for p in run_dir.iterdir() if p.is_dir() and is_group_name(p.name)):
         files = list(iter_answer_files(group_dir))
         if not files:
             continue

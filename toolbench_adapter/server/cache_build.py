@@ -55,10 +55,12 @@ class BuildReport:
     skipped: Counter = field(default_factory=Counter)  # reason -> calls
     skipped_files: Counter = field(default_factory=Counter)  # reason -> answer files
     conflicts: int = 0
+    reconstructed: int = 0  # entries rebuilt from observations stored cut at 1024 characters
 
     def as_dict(self) -> dict:
         return {"answer_files": self.answer_files, "calls": self.calls, "entries": self.entries,
-                "api_files": self.api_files, "conflicts": self.conflicts, "skipped_calls": dict(self.skipped),
+                "api_files": self.api_files, "conflicts": self.conflicts,
+                "reconstructed_truncated": self.reconstructed, "skipped_calls": dict(self.skipped),
                 "skipped_files": dict(self.skipped_files)}
 
 
@@ -161,12 +163,55 @@ def _skip_reason(call: RecordedCall) -> str | None:
     return None
 
 
+def reconstruct_truncated(observation: str, limit: int = E.MAX_OBSERVATION_LENGTH) -> Any:
+    """An answer whose observation, cut at ``limit`` as the client cuts it, is exactly ``observation``.
+
+    A recorded observation longer than the limit was stored cut (first ``limit`` characters + "...") and
+    is not JSON. Closing its open string and brackets (with a placeholder value when the cut fell inside
+    a key) gives an answer whose JSON text starts with the same ``limit`` characters, so replaying it at
+    that limit shows the model the same bytes. The tail is invented, so such entries are exact only at
+    that limit: the build report counts them (``reconstructed_truncated``). None when no candidate fits."""
+    prefix = observation[: -len(E.TRUNCATION_SUFFIX)]
+    if len(prefix) != limit or not observation.endswith(E.TRUNCATION_SUFFIX):
+        return None
+    in_string, escaped, stack = False, False, []
+    for char in prefix:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "{[":
+            stack.append("}" if char == "{" else "]")
+        elif char in "}]" and stack:
+            stack.pop()
+    if escaped:
+        return None  # cut inside an escape sequence: no closing reproduces it
+    closers = "".join(reversed(stack))
+    heads = ['"'] if in_string else [""]
+    for head in heads:
+        for tail in ("", ': ""', " null", ' ""', ": null", '"": null'):
+            try:
+                value = json.loads(prefix + head + tail + closers)
+            except ValueError:
+                continue
+            text = json.dumps(value)
+            if isinstance(value, dict) and len(text) > limit and text[:limit] == prefix:
+                return value
+    return None
+
+
 def _decode_observation(observation: str) -> tuple[Any, str | None]:
     try:
         value = json.loads(observation)
     except ValueError:
         if observation.endswith(E.TRUNCATION_SUFFIX) and len(observation) > E.MAX_OBSERVATION_LENGTH:
-            return None, "truncated_observation"
+            value = reconstruct_truncated(observation)
+            return (value, "reconstructed_truncated") if value is not None else (None, "truncated_observation")
         return None, "observation_not_json"
     if not isinstance(value, dict):
         return None, "observation_not_object"
@@ -239,7 +284,8 @@ class CacheBuilder:
         if function is None or function not in routes:
             return "unknown_function"
         value, reason = _decode_observation(call.observation)
-        if reason is not None:
+        reconstructed = reason == "reconstructed_truncated"
+        if reason is not None and not reconstructed:
             return reason
         arguments, reason = _decode_arguments(call.arguments)
         if reason is not None:
@@ -254,6 +300,8 @@ class CacheBuilder:
                 return "conflict"
             return "duplicate"
         entries[key] = value
+        if reconstructed:
+            self.report.reconstructed += 1
         return None
 
     def write(self, out: str | Path) -> BuildReport:

@@ -1,0 +1,158 @@
+"""``tba report``: one self-contained static HTML page per run, or per comparison of runs.
+
+The page holds everything inline: CSS, a small vanilla JS renderer, figures as base64 PNG, a summary of
+every query as one JSON block, and each query's trajectory as its own JSON block that the page parses only
+when the query is opened (a 765-query DFSDT run stays quick to open). Filters and the opened query live in
+the location hash (``#group=G1_instruction&error=invalid_json&q=weather``) so a view can be linked to.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import html
+import json
+import os
+from collections import Counter
+from importlib import resources
+from pathlib import Path
+
+import toolbench_adapter
+
+from ..evaluation.storage import write_text_atomic
+from ..protocol.env import STATUS_NAMES
+from . import plots
+from .run_compare import compare_runs, summary
+from .run_data import RunData, load_run
+from .taxonomy import NO_CALL
+from .trajectories import final_answer_text
+
+ASSETS = "html_assets"
+
+
+def build_report(run_dirs: list[str | Path], parser: str | None = None, title: str | None = None) -> str:
+    """The page for one run, or for a comparison when several run folders are given."""
+    runs = [load_run(path, parser=parser) for path in run_dirs]
+    _unique_names(runs)
+    return render_page(runs, title=title)
+
+
+def write_report(run_dirs: list[str | Path], out: str | Path, parser: str | None = None,
+                 title: str | None = None) -> Path:
+    page = build_report(run_dirs, parser=parser, title=title)
+    out = Path(out)
+    write_text_atomic(out, page)
+    os.chmod(out, 0o644)  # the temp file was private; a report is meant to be shared
+    return out
+
+
+def render_page(runs: list[RunData], title: str | None = None) -> str:
+    title = title or (f"tba report: {runs[0].name}" if len(runs) == 1
+                      else "tba report: " + " vs ".join(run.name for run in runs))
+    details: list[str] = []
+    payload = {
+        "title": title,
+        "statusNames": {str(code): name for code, name in STATUS_NAMES.items()},
+        "runs": [_run_payload(index, run, details) for index, run in enumerate(runs)],
+        "compare": _compare_payload(runs) if len(runs) > 1 else None,
+    }
+    template = _asset("page.html")
+    values = {
+        "@@TITLE@@": html.escape(title),
+        "@@GENERATED@@": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "@@VERSION@@": html.escape(f"toolbench-adapter {toolbench_adapter.__version__}"),
+        "@@CSS@@": _asset("report.css"),
+        "@@JS@@": _asset("report.js"),
+        "@@DATA@@": script_json(payload),
+        "@@DETAILS@@": "\n".join(details),
+    }
+    for marker in ("@@TITLE@@", "@@GENERATED@@", "@@VERSION@@", "@@CSS@@", "@@JS@@", "@@DETAILS@@", "@@DATA@@"):
+        template = template.replace(marker, values[marker])  # data last: it may contain anything
+    return template
+
+
+def script_json(value) -> str:
+    """JSON safe inside <script>: every "<" is escaped, so no "</script>" or "<!--" can end the block."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
+
+
+def _asset(name: str) -> str:
+    return resources.files(__package__).joinpath(ASSETS, name).read_text(encoding="utf-8")
+
+
+def _unique_names(runs: list[RunData]) -> None:
+    """Two folders with the same name (parser variants under different roots) get their index appended."""
+    counts = Counter(run.name for run in runs)
+    for index, run in enumerate(runs):
+        if counts[run.name] > 1:
+            run.name = f"{run.name} [{index + 1}]"
+
+
+def _run_payload(index: int, run: RunData, details: list[str]) -> dict:
+    groups = run.groups
+    group_index = {g: i for i, g in enumerate(groups)}
+    queries = []
+    for number, query in enumerate(run.queries):
+        stats = query.stats
+        entry = {"g": group_index[query.group], "id": query.query_id, "m": query.method, "q": query.query,
+                 "win": int(query.win), "valid": int(query.valid), "label": query.label, "labels": query.labels,
+                 "reasons": query.reasons, "calls": query.model_calls, "tok": stats.get("total_tokens"),
+                 "wall": stats.get("wall_seconds"), "err": query.error_kinds,
+                 "st": sorted(query.statuses, key=lambda s: (isinstance(s, str), s)),
+                 "fa": final_answer_text(query.final_answer), "ft": query.finish_type}
+        for key, name in (("ms", "model_seconds"), ("es", "env_seconds")):
+            if stats.get(name) is not None:
+                entry[key] = stats[name]
+        queries.append(entry)
+        block = {"nodes": query.nodes, "fa_raw": query.final_answer}
+        details.append(f'<script type="application/json" id="d{index}_{number}">{script_json(block)}</script>')
+    errors, error_queries, status, status_queries = _taxonomy(run)
+    return {
+        "name": run.name, "path": str(run.path), "parser": run.parser, "notes": run.notes,
+        "manifest": run.manifest, "judges": run.judges, "labelFiles": run.label_files, "groups": groups,
+        "boards": [{"caption": b.caption, "header": b.header(), "rows": b.body(), "footnote": b.footnote}
+                   for b in run.boards()],
+        "tax": {"errors": errors, "errorQueries": error_queries, "status": status, "statusQueries": status_queries},
+        "errorKinds": sorted(error_queries),
+        "statusCodes": sorted({s for q in run.queries for s in q.statuses}, key=lambda s: (isinstance(s, str), s)),
+        "figs": [_figure(title, png, why) for title, png, why in plots.run_figures(run)],
+        "queries": queries,
+    }
+
+
+def _taxonomy(run: RunData) -> tuple[dict, dict, dict, dict]:
+    """Steps per (kind, group) and queries per kind, for parse error kinds and for status codes."""
+    errors: dict[str, dict[str, int]] = {}
+    status: dict[str, dict[str, int]] = {}
+    error_queries: Counter = Counter()
+    status_queries: Counter = Counter()
+    for query in run.queries:
+        for kind, count in query.errors.items():
+            errors.setdefault(kind, Counter())[query.group] += count
+            if kind != "none":
+                error_queries[kind] += 1
+        for code, count in query.statuses.items():
+            status.setdefault(str(code), Counter())[query.group] += count
+            status_queries[str(code)] += 1
+    order = sorted(errors, key=lambda k: (k != "none", k))
+    codes = sorted(status, key=lambda c: (c == NO_CALL, int(c) if c.isdigit() else 0))
+    return ({k: dict(errors[k]) for k in order}, dict(error_queries),
+            {c: dict(status[c]) for c in codes}, dict(status_queries))
+
+
+def _figure(title: str, png: bytes | None, why: str) -> dict:
+    return {"title": title, "png": base64.b64encode(png).decode("ascii") if png else None, "why": why}
+
+
+def _compare_payload(runs: list[RunData]) -> dict:
+    positions = [{q.key: i for i, q in enumerate(run.queries)} for run in runs]
+    rows = compare_runs(runs)
+    groups = list(dict.fromkeys(g for run in runs for g in run.groups))
+    return {
+        "summary": summary(rows),
+        "groups": groups,
+        "figs": [_figure("Pass rate per group, all runs", plots.pass_rate(runs), "no run is evaluated")],
+        "rows": [{"g": row.group, "id": row.query_id, "q": row.query, "rank": row.rank,
+                  "cells": [None if cell is None else positions[run][cell.key] for run, cell in enumerate(row.cells)]}
+                 for row in rows],
+    }

@@ -1,0 +1,235 @@
+"""A run folder read for the HTML report: manifest, leaderboard, judge labels with reasons, and every
+query's trajectory with its step records and re-parses.
+
+Works on folders written by ``tba run`` (evaluated or not) and on plain folders of upstream answer files
+(``{group}/{qid}_{method}.json``, no manifest): what is missing is said in ``notes``, never guessed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..answers.read import iter_answer_files, load_answer
+from ..errors import InputError
+from ..evaluation.labels import Label
+from ..evaluation.results import ScoreRow, is_score_file, read_score_file, rows_from_labels
+from ..evaluation.storage import find_label_files, is_preference_file, read_label_file
+from ..parsers import get_parser
+from ..queries import GROUPS, is_group_name
+from . import tables
+from .trajectories import answer_nodes, attach_parses, attach_records, step_counts
+
+MANIFEST = "manifest.json"
+STEPS = "steps.jsonl"
+QUERY_STATS = "queries.jsonl"
+EVAL_DIR = "eval"
+NO_LABEL = "none"
+
+
+@dataclass
+class QueryData:
+    group: str
+    query_id: str
+    method: str
+    query: str
+    win: bool
+    valid: bool
+    final_answer: str
+    finish_type: str | None
+    nodes: list[dict]
+    errors: Counter  # steps per parse error kind ("none" included)
+    statuses: Counter  # steps per status code / "no call"
+    stats: dict = field(default_factory=dict)  # queries.jsonl: query_count, total_tokens, seconds
+    labels: list[str] = field(default_factory=list)  # one per judge repeat
+    reasons: list[str] = field(default_factory=list)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.group, self.query_id
+
+    @property
+    def label(self) -> str:
+        return summary_label(self.labels)
+
+    @property
+    def model_calls(self) -> int | None:
+        return self.stats.get("query_count")
+
+    @property
+    def error_kinds(self) -> list[str]:
+        return sorted(k for k, n in self.errors.items() if n and k != "none")
+
+
+@dataclass
+class RunData:
+    path: Path
+    name: str
+    manifest: dict | None
+    parser: str | None
+    queries: list[QueryData]
+    score_rows: list[ScoreRow] = field(default_factory=list)
+    judges: list[str] = field(default_factory=list)
+    label_files: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def evaluated(self) -> bool:
+        return bool(self.label_files)
+
+    @property
+    def groups(self) -> list[str]:
+        present = {q.group for q in self.queries}
+        return [g for g in GROUPS if g in present] + sorted(present - set(GROUPS))
+
+    def boards(self) -> list[tables.Leaderboard]:
+        return tables.build_leaderboards(self.score_rows)
+
+
+def summary_label(labels: list[str]) -> str:
+    """The label a query is filtered by: the most frequent over repeats; a tie between verdicts reads Unsure."""
+    if not labels:
+        return NO_LABEL
+    counts = Counter(labels).most_common()
+    if len(counts) > 1 and counts[0][1] == counts[1][1]:
+        return Label.UNSURE.value
+    return counts[0][0]
+
+
+def group_dirs(run_dir: Path) -> list[Path]:
+    found = [p for p in run_dir.iterdir() if p.is_dir() and is_group_name(p.name)]
+    order = {g: i for i, g in enumerate(GROUPS)}
+    return sorted(found, key=lambda p: (order.get(p.name, len(order)), p.name))
+
+
+def load_run(run_dir: str | Path, parser: str | None = None, name: str | None = None) -> RunData:
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise InputError("run folder not found", path=run_dir, fix="pass a folder written by `tba run`")
+    notes: list[str] = []
+    manifest = _read_json_or_none(run_dir / MANIFEST)
+    if manifest is None:
+        notes.append("no manifest.json: not a folder written by `tba run` (answer files only)")
+    parser = parser or (manifest or {}).get("parser")
+    records = _read_steps(run_dir / STEPS)
+    if records is None:
+        notes.append("no steps.jsonl: status codes come from the answer files, parse errors from re-parsing")
+    stats = _read_query_stats(run_dir / QUERY_STATS)
+    reparse = _text_parser(parser, notes)
+    queries: list[QueryData] = []
+    for group_dir in group_dirs(run_dir):
+        for path in iter_answer_files(group_dir, order="numeric"):
+            answer = load_answer(path, group=group_dir.name)
+            nodes = answer_nodes(answer.data)
+            if reparse is not None:
+                attach_parses(nodes, reparse)
+            attach_records(nodes, (records or {}).get((answer.group, answer.query_id, answer.method), []))
+            errors, statuses = step_counts(nodes)
+            generation = answer.generation
+            queries.append(QueryData(
+                group=answer.group, query_id=answer.query_id, method=answer.method,
+                query=str(generation.get("query", "")), win=bool(answer.data.get("win")), valid=answer.valid,
+                final_answer=str(generation.get("final_answer") or ""), finish_type=generation.get("finish_type"),
+                nodes=nodes, errors=errors, statuses=statuses,
+                stats=stats.get((answer.group, answer.query_id), {"query_count": generation.get("query_count")})))
+    if not queries:
+        raise InputError("the run folder holds no answer files", path=run_dir,
+                         fix="pass a folder written by `tba run` ({group}/{qid}_{method}.json)")
+    run = RunData(path=run_dir, name=name or (manifest or {}).get("name") or run_dir.name, manifest=manifest,
+                  parser=parser, queries=queries, notes=notes)
+    _read_evaluation(run, run_dir / EVAL_DIR)
+    return run
+
+
+def _text_parser(name: str | None, notes: list[str]):
+    """``parse(text)`` of the run's parser, or None for a parser of native tool calls (nothing to re-read)."""
+    if not name:
+        notes.append("parser unknown (no manifest): raw outputs are shown without a re-parse; pass --parser")
+        return None
+    parser = get_parser(name)
+    if hasattr(parser, "parse_message"):
+        notes.append(f"parser {name} reads native tool calls: the parse shown is the run's step record")
+        return None
+    return parser.parse
+
+
+def _read_json_or_none(path: Path) -> dict | None:
+    if not path.exists():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise InputError(f"not valid JSON ({exc})", path=path) from None
+
+
+def _read_steps(path: Path) -> dict[tuple, list[dict]] | None:
+    if not path.exists():
+        return None
+    by_query: dict[tuple, list[dict]] = {}
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+                key = (str(record["group"]), str(record["query_id"]), str(record["method"]))
+            except (ValueError, KeyError, TypeError) as exc:
+                raise InputError(f"malformed step record ({exc})", path=path, field=f"line {number}") from None
+            by_query.setdefault(key, []).append(record)
+    return by_query
+
+
+def _read_query_stats(path: Path) -> dict[tuple, dict]:
+    """Latest line per query wins (a resumed run appends)."""
+    latest: dict[tuple, dict] = {}
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                record = json.loads(line)
+                latest[(str(record["group"]), str(record["query_id"]))] = record
+            except (ValueError, KeyError, TypeError):
+                continue  # a line cut by a kill: the query is re-run and logged again
+    return latest
+
+
+def _read_evaluation(run: RunData, eval_dir: Path) -> None:
+    if not eval_dir.is_dir():
+        run.notes.append(f"not evaluated: no judge labels in {eval_dir} (run `tba evaluate {run.path}`)")
+        return
+    by_key = {q.key: q for q in run.queries}
+    label_paths = [p for p in find_label_files(eval_dir) if p.suffix == ".json" and not is_preference_file(p)]
+    for path in label_paths:
+        labels = read_label_file(path)
+        run.label_files.append(str(path))
+        if labels.judge and labels.judge not in run.judges:
+            run.judges.append(labels.judge)
+        for qid, repeats in labels.labels.items():
+            query = by_key.get((labels.group, qid))
+            if query is None:
+                continue
+            reasons = (labels.entries.get(qid) or {}).get("reasons") or {}
+            reasons = _literal_dict(reasons)
+            query.labels = [repeats[r].value for r in sorted(repeats)]
+            query.reasons = [str(reasons.get(str(r), reasons.get(r, ""))) for r in sorted(repeats)]
+    score_files = sorted(p for p in eval_dir.glob("scores_*.json") if is_score_file(p))
+    for path in score_files:
+        run.score_rows.extend(read_score_file(path))
+    if not score_files and label_paths:
+        run.score_rows = rows_from_labels(label_paths)
+    if not label_paths:
+        run.notes.append(f"not evaluated: no judge labels in {eval_dir} (run `tba evaluate {run.path}`)")
+
+
+def _literal_dict(value) -> dict:
+    """Reasons are stored as a dict, or (CSV heritage) as its str()."""
+    if isinstance(value, dict):
+        return value
+    import ast
+
+    try:
+        parsed = ast.literal_eval(str(value))
+    except (ValueError, SyntaxError):
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
