@@ -45,8 +45,11 @@ $(VENV)/.installed: setup.cfg pyproject.toml
 
 install: $(VENV)/.installed  ## create .venv and install the package with everything it needs
 
-test: install  ## run the whole test suite
-	$(BIN)/python -m pytest -q
+# make test also runs the vLLM end to end (tests/test_e2e_vllm.py, ~4 min after a one-time ~4 min install);
+# E2E_VLLM=0 leaves it out (a plain `pytest` skips it too). The hf light path runs either way.
+E2E_VLLM    ?= 1
+test: install $(if $(filter 1,$(E2E_VLLM)),vllm)  ## run the whole test suite (with the vLLM end to end; E2E_VLLM=0: without)
+	TBA_E2E_VLLM=$(E2E_VLLM) $(BIN)/python -m pytest -q
 
 lint: install  ## ruff
 	$(BIN)/ruff check toolbench_adapter runners tests

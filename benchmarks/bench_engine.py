@@ -27,9 +27,10 @@ import requests
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from runners.config import RunConfig, load_yaml  # noqa: E402
-from runners.e2e import CONFIG_DIR, DEFAULT_MODEL_FOLDER, SAMPLE_TOOL_ROOT, served_models  # noqa: E402
+from runners.e2e import CONFIG_DIR, SAMPLE_TOOL_ROOT, served_models  # noqa: E402
 from runners.engine import ManagedEngine, signals_raise, vllm_spec  # noqa: E402
 from runners.models.base import Completion, ModelRequest  # noqa: E402
+from runners.models.local_model import default_cache_folder  # noqa: E402
 from runners.models.openai_completions import OpenAICompletionsBackend  # noqa: E402
 from runners.run import Runner, select_queries  # noqa: E402
 
@@ -121,7 +122,7 @@ def main() -> int:
     parser.add_argument("--model", help="served model id (default: the engine's first)")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 8])
     parser.add_argument("--queries", type=int, default=8, help="queries per level (default 8)")
-    parser.add_argument("--max-step", type=int, default=2, help="depth limit per query (default 2)")
+    parser.add_argument("--max-step", type=int, default=4, help="depth limit per query (default 4: two turns)")
     parser.add_argument("--max-tokens", type=int, default=64, help="tokens per model call (default 64)")
     parser.add_argument("--config", default=str(CONFIG_DIR / "e2e-smollm2-completions.yaml"))
     parser.add_argument("--stb-root", default=None, help="StableToolBench checkout (default: the sample set)")
@@ -135,7 +136,7 @@ def main() -> int:
                 base_url, model, label = args.base_url.rstrip("/"), args.model, f"engine at {args.base_url}"
                 model = model or served_models(base_url)[0]
             else:
-                spec = vllm_spec(DEFAULT_MODEL_FOLDER, eager=not args.compiled)
+                spec = vllm_spec(default_cache_folder(), eager=not args.compiled)
                 engine = ManagedEngine(spec, Path(tempfile.gettempdir()) / "tba-bench-engine.log").start()
                 base_url, model = engine.base_url, spec.served_name
                 label = f"{spec.label}, {'compiled' if args.compiled else 'eager'}, started in {engine.startup_seconds:.0f} s"

@@ -33,10 +33,10 @@ from .engine import (
     signals_raise,
     vllm_spec,
 )
+from .models.local_model import convert_default_model, default_cache_folder, is_converted
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 CONFIG_DIR = PROJECT_ROOT / "runners" / "configs"
-DEFAULT_MODEL_FOLDER = PROJECT_ROOT / ".cache" / "models" / "smollm2-135m-instruct"
 BACKENDS = ("openai-completions", "openai-chat")
 BACKEND_CONFIG_SUFFIX = {"openai-completions": "completions", "openai-chat": "chat"}
 DEFAULT_METHODS = ("CoT@1", "DFS_woFilter_w2")
@@ -44,8 +44,8 @@ DEFAULT_GROUPS = ("G1_instruction", "G2_instruction", "G3_instruction")
 # the judge's evaluator folder per profile (a short answer budget for a small served judge)
 PROFILE_EVALUATOR = {"smollm2": CONFIG_DIR / "e2e-judge"}
 SAMPLE_TOOL_ROOT = PROJECT_ROOT / "data" / "sample" / "toolenv" / "tools"
-JUDGE_NOTE = ("judge: the served model itself ({model}), prompt-driven JSON verdicts; a 135M model is no "
-              "GPT-4 judge, so these pass rates prove the pipeline, not the model")
+JUDGE_NOTE = ("judge: the served model itself ({model}), prompt-driven JSON verdicts, not the leaderboard's GPT "
+              "judge: these pass rates prove the pipeline, they do not rank the model")
 
 
 @dataclass
@@ -129,8 +129,17 @@ def run_and_evaluate(args, outcome: Outcome, base_url: str, model: str) -> None:
                     "--judge-model", model, "--judge-mode", "json", "--evaluate-times", str(args.evaluate_times),
                     "--concurrency", str(args.concurrency), "--cache", str(out_root / "judge-cache.jsonl"),
                     "--model-label", f"{model} via {backend}", "--quiet", *evaluator_flags(args)))
-                record.update(evaluate_exit=evaluation.returncode, evaluate_seconds=evaluation.seconds)
+                record.update(evaluate_exit=evaluation.returncode, evaluate_seconds=evaluation.seconds,
+                              **judge_counts(run_dir))
             outcome.runs.append(record)
+
+
+def judge_counts(run_dir: Path) -> dict:
+    """Requests the judge got and failed, from the label metadata: the judge is only asked about queries
+    that ended with a non-empty final answer, so with a weak model it may get none."""
+    metas = [json.loads(p.read_text()) for p in (run_dir / "eval").glob("*.meta.json")]
+    return {"judge_requests": sum(m.get("requests", 0) for m in metas),
+            "judge_errors": sum(m.get("judge_errors", 0) for m in metas)}
 
 
 def evaluator_flags(args) -> list[str]:
@@ -139,12 +148,14 @@ def evaluator_flags(args) -> list[str]:
 
 
 def summary_table(outcome: Outcome) -> str:
-    header = ["run", "queries", "valid", "win", "model calls", "tokens", "run s", "eval s", "exit run/eval"]
+    header = ["run", "queries", "valid", "win", "model calls", "tokens", "judge requests/errors", "run s", "eval s",
+              "exit run/eval"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for run in outcome.runs:
         totals = run.get("totals", {})
         cells = [run["name"], totals.get("queries", 0), totals.get("valid", 0), totals.get("win", 0),
-                 totals.get("model_calls", 0), totals.get("total_tokens", 0), run["run_seconds"],
+                 totals.get("model_calls", 0), totals.get("total_tokens", 0),
+                 f"{run.get('judge_requests', '-')}/{run.get('judge_errors', '-')}", run["run_seconds"],
                  run.get("evaluate_seconds", "-"), f"{run['run_exit']}/{run.get('evaluate_exit', '-')}"]
         lines.append("| " + " | ".join(str(c) for c in cells) + " |")
     return "\n".join(lines)
@@ -159,7 +170,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "llama.cpp): a command line with {host} and {port}, serving --served-name")
     p.add_argument("--base-url", help="use this running engine instead of starting one (e.g. vLLM + ToolLLaMA)")
     p.add_argument("--model", help="served model id (default: the engine's first /v1/models entry)")
-    p.add_argument("--model-folder", default=str(DEFAULT_MODEL_FOLDER), help="vllm: the model folder to serve")
+    p.add_argument("--model-folder", help="vllm: the model folder to serve (default: the local SmolLM2-135M-Instruct, "
+                   "converted once into .cache/models as `make model` does)")
     p.add_argument("--served-name", default="SmolLM2-135M-Instruct", help="id the started engine serves")
     p.add_argument("--vllm-python", default=str(DEFAULT_VLLM_PYTHON), help="python of the vLLM environment")
     p.add_argument("--vllm-arg", action="append", default=[], help="extra vLLM flag (repeatable, e.g. --vllm-arg=--enforce-eager)")
@@ -185,6 +197,17 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def model_folder(args) -> str:
+    """The folder vLLM serves; the default model is converted from its GGUF on first use (offline)."""
+    if args.model_folder:
+        return args.model_folder
+    folder = default_cache_folder()
+    if not is_converted(folder):
+        print(f"converting the local SmolLM2-135M-Instruct into {folder} (once)", flush=True)
+        convert_default_model(folder)
+    return str(folder)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -203,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 spec = (command_spec(args.engine_command, args.served_name) if args.engine_command else
                         hf_server_spec(args.served_name) if args.engine == "hf" else
-                        vllm_spec(args.model_folder, args.served_name, python=args.vllm_python,
+                        vllm_spec(model_folder(args), args.served_name, python=args.vllm_python,
                                   max_model_len=args.max_model_len, eager=not args.compiled,
                                   extra=args.vllm_arg))
                 engine = ManagedEngine(spec, out_dir / "engine.log")
@@ -232,6 +255,8 @@ def main(argv: list[str] | None = None) -> int:
     if outcome.engine_start_seconds is not None:
         print(f"engine start: {outcome.engine_start_seconds} s")
     print(summary_table(outcome))
+    if outcome.runs and not any(run.get("judge_requests") for run in outcome.runs):
+        print("note: the judge got no request: no query ended with a non-empty final answer (labels: Unsolved)")
     print(f"tables: {out_dir}/<run>/tables/ (leaderboard, taxonomy); summary: {out_dir / 'e2e-summary.json'}")
     if outcome.error:
         print(f"e2e: error: {outcome.error}", file=sys.stderr)

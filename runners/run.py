@@ -259,7 +259,8 @@ class Runner:
         manifest.update({
             "name": self.cfg.name,
             "config": self.cfg.as_dict(),
-            "model": self.cfg.model or getattr(self.backend, "model_name", None) or self.cfg.backend,
+            "model": self.cfg.model or getattr(self.backend, "model", None) or getattr(self.backend, "model_name", None)
+            or self.cfg.backend,
             "backend": self.cfg.backend,
             "dialect": self.dialect.describe(),
             "parser": self.parser_name,

@@ -261,3 +261,28 @@ def test_cli_style_string_options_are_coerced_and_unknown_ones_named():
     with pytest.raises(InputError) as caught:
         OpenAIChatBackend(model="m", temprature=0.5)
     assert "no option 'temprature'" in str(caught.value) and "send_temperature" in str(caught.value)
+
+
+def test_endpoint_rate_limit_is_shared_by_threads_and_backends():
+    """rate_per_s paces every request to one endpoint, whichever thread or backend sends it."""
+    import threading
+    import time
+
+    from runners.models.base import ModelRequest
+
+    with OpenAIStandin(completions=["x"] * 20, chat=["y"] * 20) as standin:
+        completions = completions_backend(standin, rate_per_s=20)
+        chat = chat_backend(standin, rate_per_s=20)  # same URL and rate: the same limiter
+        assert completions.endpoint.limiter is chat.endpoint.limiter
+        started = time.monotonic()
+        threads = [threading.Thread(target=backend.complete, args=(request,))
+                   for backend, request in [(completions, ModelRequest(prompt="p"))] * 5 +
+                   [(chat, ModelRequest(messages=[{"role": "user", "content": "m"}]))] * 5]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        elapsed = time.monotonic() - started
+        assert standin.count() == 10
+        # 10 requests at 20/s with a burst of 1 need at least 9 intervals of 50 ms, however they interleave
+        assert elapsed >= 0.45

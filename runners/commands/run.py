@@ -20,7 +20,10 @@ examples:
 A run folder results/runs/NAME holds {group}/{query_id}_{method}.json (upstream raw answer format),
 manifest.json, steps.jsonl (one line per environment step: parse error kind, JSON rung, status code),
 queries.jsonl (tokens, latency per query) and errors.jsonl. Re-running the same command resumes: finished
-queries are skipped. Interrupting loses at most the queries in flight."""
+queries are skipped. Interrupting loses at most the queries in flight.
+
+Rate limits are per endpoint and shared by all threads: --backend-option rate_per_s=N for the model
+endpoint (openai-completions, openai-chat), --server-rate N for the tool server."""
 
 
 def register(subparsers) -> None:

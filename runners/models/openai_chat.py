@@ -53,12 +53,14 @@ class OpenAIChatBackend:
         retries: int = 3,
         backoff: float = 1.0,
         backoff_max: float = 30.0,
+        rate_per_s: float | None = None,
         send_temperature: bool = True,
         **unknown,
     ):
         reject_unknown_options(type(self), unknown)
         self.endpoint = OpenAIEndpoint(base_url=base_url, model=model, api_key=api_key, timeout=timeout,
-                                       retries=retries, backoff=backoff, backoff_max=backoff_max)
+                                       retries=retries, backoff=backoff, backoff_max=backoff_max,
+                                       rate_per_s=rate_per_s)
         # upstream sends no temperature (API default 1); send_temperature=False reproduces that
         self.send_temperature = send_temperature
 

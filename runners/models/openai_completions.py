@@ -51,6 +51,7 @@ class OpenAICompletionsBackend:
         retries: int = 3,
         backoff: float = 1.0,
         backoff_max: float = 30.0,
+        rate_per_s: float | None = None,
         stop: list[str] | tuple[str, ...] = (STOP,),
         truncate_prompt_tokens: int | None = VLLM_TRUNCATE_PROMPT_TOKENS,
         force_give_up_when_too_long: bool = True,
@@ -59,7 +60,8 @@ class OpenAICompletionsBackend:
     ):
         reject_unknown_options(type(self), unknown)
         self.endpoint = OpenAIEndpoint(base_url=base_url, model=model, api_key=api_key, timeout=timeout,
-                                       retries=retries, backoff=backoff, backoff_max=backoff_max)
+                                       retries=retries, backoff=backoff, backoff_max=backoff_max,
+                                       rate_per_s=rate_per_s)
         self.stop = (stop,) if isinstance(stop, str) else tuple(stop)
         if isinstance(truncate_prompt_tokens, str) and truncate_prompt_tokens.lower() in ("none", ""):
             truncate_prompt_tokens = None  # from the CLI: truncate_prompt_tokens=none leaves the field out

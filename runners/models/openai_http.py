@@ -11,6 +11,7 @@ import requests
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from toolbench_adapter.errors import InputError
+from toolbench_adapter.server.ratelimit import shared_limiter
 
 from .base import backend_option
 
@@ -48,6 +49,7 @@ class OpenAIEndpoint:
     retries: int = 3  # extra attempts after the first
     backoff: float = 1.0  # first wait in seconds; doubles each retry
     backoff_max: float = 30.0
+    rate_per_s: float | None = None  # requests per second to this endpoint, shared by every thread
     _local: threading.local = field(default_factory=threading.local, repr=False)
 
     def __post_init__(self) -> None:
@@ -56,6 +58,9 @@ class OpenAIEndpoint:
         self.retries = backend_option("retries", self.retries, int)
         self.backoff = backend_option("backoff", self.backoff)
         self.backoff_max = backend_option("backoff_max", self.backoff_max)
+        self.rate_per_s = backend_option("rate_per_s", self.rate_per_s)
+        # one limiter per URL in the process: two backends on one endpoint share its budget
+        self.limiter = shared_limiter(self.base_url, self.rate_per_s)
         if self.api_key is None:
             self.api_key = os.environ.get("OPENAI_API_KEY")
 
@@ -70,6 +75,7 @@ class OpenAIEndpoint:
         return session
 
     def _post_once(self, url: str, body: dict) -> dict:
+        self.limiter.acquire()  # every attempt counts against the endpoint's rate limit, retries too
         response = self._session().post(url, json=body, timeout=(min(self.timeout, 10.0), self.timeout))
         if _retryable_status(response.status_code):
             raise _RetryableStatus(response.status_code, _short(response.text))
