@@ -12,6 +12,7 @@ happens: a failed step, Ctrl-C, SIGTERM; the kernel stops it if this process is 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import subprocess
 import sys
@@ -43,6 +44,9 @@ DEFAULT_METHODS = ("CoT@1", "DFS_woFilter_w2")
 DEFAULT_GROUPS = ("G1_instruction", "G2_instruction", "G3_instruction")
 # the judge's evaluator folder per profile (a short answer budget for a small served judge)
 PROFILE_EVALUATOR = {"smollm2": CONFIG_DIR / "e2e-judge"}
+# one answered query (project-written, converted format): judged every time, so the judge round trip through
+# the engine is proven even when no run query ends with a final answer (common with a 135M model)
+JUDGE_PROBE = CONFIG_DIR / "e2e-judge" / "probe" / "judge-probe" / "G1_instruction.json"
 SAMPLE_TOOL_ROOT = PROJECT_ROOT / "data" / "sample" / "toolenv" / "tools"
 JUDGE_NOTE = ("judge: the served model itself ({model}), prompt-driven JSON verdicts, not the leaderboard's GPT "
               "judge: these pass rates prove the pipeline, they do not rank the model")
@@ -65,6 +69,7 @@ class Outcome:
     engine_start_seconds: float | None = None
     steps: list[Step] = field(default_factory=list)
     runs: list[dict] = field(default_factory=list)
+    judge_probe: dict = field(default_factory=dict)
     port_freed: bool | None = None
     error: str | None = None
 
@@ -134,10 +139,23 @@ def run_and_evaluate(args, outcome: Outcome, base_url: str, model: str) -> None:
             outcome.runs.append(record)
 
 
-def judge_counts(run_dir: Path) -> dict:
+def judge_probe(args, outcome: Outcome, base_url: str, model: str) -> None:
+    """Judge the fixed answered query: at least one real verdict request to the served model."""
+    out = Path(outcome.out_dir) / "judge-probe"
+    step = run_step(outcome, "judge probe (a fixed answered query)", tba(
+        "judge", "--converted", str(JUDGE_PROBE), "--out", str(out), "--group", "G1_instruction",
+        "--model", "judge-probe", "--judge-backend", "openai", "--judge-url", base_url, "--judge-model", model,
+        "--judge-mode", "json", "--evaluate-times", "1", "--no-cache", "--no-progress", *evaluator_flags(args)))
+    outcome.judge_probe = {"exit": step.returncode, **judge_counts(out.parent, out.name)}
+    with contextlib.suppress(OSError, ValueError, StopIteration):
+        labels = json.loads(next(out.glob("G1_instruction_judge-probe.json")).read_text())
+        outcome.judge_probe["label"] = next(iter(labels.values()))["is_solved"]["0"]
+
+
+def judge_counts(run_dir: Path, folder: str = "eval") -> dict:
     """Requests the judge got and failed, from the label metadata: the judge is only asked about queries
     that ended with a non-empty final answer, so with a weak model it may get none."""
-    metas = [json.loads(p.read_text()) for p in (run_dir / "eval").glob("*.meta.json")]
+    metas = [json.loads(p.read_text()) for p in (run_dir / folder).glob("*.meta.json")]
     return {"judge_requests": sum(m.get("requests", 0) for m in metas),
             "judge_errors": sum(m.get("judge_errors", 0) for m in metas)}
 
@@ -238,6 +256,7 @@ def main(argv: list[str] | None = None) -> int:
                       f"{outcome.engine_start_seconds} s", flush=True)
             print(JUDGE_NOTE.format(model=outcome.model), flush=True)
             run_and_evaluate(args, outcome, outcome.base_url or args.base_url, outcome.model)
+            judge_probe(args, outcome, outcome.base_url or args.base_url, outcome.model)
         except (EngineError, requests.RequestException) as exc:
             outcome.error = f"{type(exc).__name__}: {exc}"
         finally:
@@ -256,7 +275,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"engine start: {outcome.engine_start_seconds} s")
     print(summary_table(outcome))
     if outcome.runs and not any(run.get("judge_requests") for run in outcome.runs):
-        print("note: the judge got no request: no query ended with a non-empty final answer (labels: Unsolved)")
+        print("note: the judge got no request from the runs: no query ended with a non-empty final answer")
+    if outcome.judge_probe:
+        probe = outcome.judge_probe
+        print(f"judge probe (one fixed answered query): label {probe.get('label', '-')}, "
+              f"{probe.get('judge_requests', 0)} request(s), {probe.get('judge_errors', 0)} error(s), exit {probe['exit']}")
     print(f"tables: {out_dir}/<run>/tables/ (leaderboard, taxonomy); summary: {out_dir / 'e2e-summary.json'}")
     if outcome.error:
         print(f"e2e: error: {outcome.error}", file=sys.stderr)
@@ -264,4 +287,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:  # the engine was stopped on the way out (see above)
+        print("e2e: interrupted", file=sys.stderr)
+        sys.exit(130)

@@ -80,8 +80,7 @@ def vllm_spec(model_folder: str | Path, served_name: str = "SmolLM2-135M-Instruc
                *(["--enforce-eager"] if eager else []), *(extra or [])]
     # loopback only: no usage stats, no hub, internal queues on 127.0.0.1
     env = {"VLLM_CPU_KVCACHE_SPACE": str(kv_cache_gib), "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1",
-           "VLLM_HOST_IP": "127.0.0.1",
-           "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+           "VLLM_HOST_IP": "127.0.0.1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     return EngineSpec(label=f"vLLM (CPU) serving {served_name}", command=command, served_name=served_name, env=env,
                       startup_timeout=startup_timeout)
 

@@ -48,6 +48,10 @@ def test_light_end_to_end_through_both_openai_backends(tmp_path):
         assert f"SmolLM2-135M-Instruct_via_{run['backend']} ({run['method']})" in board
         taxonomy = (run_dir / "tables" / "taxonomy.md").read_text()
         assert "_status codes_" in taxonomy and "G1_instruction" in taxonomy
+    # the judge round trip through the engine happens every time: the probe is one answered query
+    probe = summary["judge_probe"]
+    assert probe["exit"] == 0 and probe["judge_requests"] >= 1 and probe["label"]
+    assert (out_dir / "judge-probe" / "G1_instruction_judge-probe.meta.json").exists()
     assert "judge: the served model itself (SmolLM2-135M-Instruct)" in result.stdout
     assert result.stdout.count("Error taxonomy of") == 4
     assert f"engine stopped; port {port} free" in result.stdout

@@ -50,6 +50,10 @@ def test_make_e2e_on_vllm(tmp_path):
             assert any((run_dir / group).glob(f"*_{run['method']}.json"))
         meta = json.loads(next((run_dir / "eval").glob("G1_instruction_*.meta.json")).read_text())
         assert meta["evaluator"] == "e2e-short" and meta["judge"].endswith("[json]")
+    # the judge round trip through the engine happens every time: the probe is one answered query
+    probe = summary["judge_probe"]
+    assert probe["exit"] == 0 and probe["judge_requests"] >= 1 and probe["label"]
+    assert (out_dir / "judge-probe" / "G1_instruction_judge-probe.meta.json").exists()
     # vLLM really served both request shapes
     log = (out_dir / "engine.log").read_text()
     assert '"POST /v1/completions HTTP/1.1" 200' in log and '"POST /v1/chat/completions HTTP/1.1" 200' in log
