@@ -131,7 +131,8 @@ def run_and_evaluate(args, outcome: Outcome, base_url: str, model: str) -> None:
             if run.returncode in (0, 1) and record.get("totals", {}).get("queries"):  # 1: some queries failed
                 evaluation = run_step(outcome, f"evaluate {name}", tba(
                     "evaluate", str(run_dir), "--judge-backend", "openai", "--judge-url", base_url,
-                    "--judge-model", model, "--judge-mode", "json", "--evaluate-times", str(args.evaluate_times),
+                    "--judge-model", model, "--judge-mode", "json", "--judge-prefill",
+                    "--evaluate-times", str(args.evaluate_times),
                     "--concurrency", str(args.concurrency), "--cache", str(out_root / "judge-cache.jsonl"),
                     "--model-label", f"{model} via {backend}", "--quiet", *evaluator_flags(args)))
                 record.update(evaluate_exit=evaluation.returncode, evaluate_seconds=evaluation.seconds,
@@ -145,7 +146,8 @@ def judge_probe(args, outcome: Outcome, base_url: str, model: str) -> None:
     step = run_step(outcome, "judge probe (a fixed answered query)", tba(
         "judge", "--converted", str(JUDGE_PROBE), "--out", str(out), "--group", "G1_instruction",
         "--model", "judge-probe", "--judge-backend", "openai", "--judge-url", base_url, "--judge-model", model,
-        "--judge-mode", "json", "--evaluate-times", "1", "--no-cache", "--no-progress", *evaluator_flags(args)))
+        "--judge-mode", "json", "--judge-prefill", "--evaluate-times", "1", "--no-cache", "--no-progress",
+        *evaluator_flags(args)))
     outcome.judge_probe = {"exit": step.returncode, **judge_counts(out.parent, out.name)}
     with contextlib.suppress(OSError, ValueError, StopIteration):
         labels = json.loads(next(out.glob("G1_instruction_judge-probe.json")).read_text())

@@ -35,7 +35,7 @@ def safe_name(text: str) -> str:
 
 def evaluate_run(run_dir: str | Path, client, *, evaluator: str | None = None, evaluators_dir: str | None = None,
                  mode: str = "auto", evaluate_times: int = 3, concurrency: int = 4, cache_path: str | None = None,
-                 model_label: str | None = None, progress: bool = True) -> Evaluation:
+                 model_label: str | None = None, progress: bool = True, max_tokens: int | None = None) -> Evaluation:
     run_dir = Path(run_dir)
     manifest_path = run_dir / MANIFEST
     if not manifest_path.exists():
@@ -52,7 +52,7 @@ def evaluate_run(run_dir: str | Path, client, *, evaluator: str | None = None, e
     except InputError:
         ids_dir = None  # the checkout moved: strict scores need the test ids, upstream scores do not
     spec = load_evaluator(evaluator, [evaluators_dir] if evaluators_dir else [])
-    judge = make_judge(client, spec, mode)
+    judge = make_judge(client, spec, mode, max_tokens=max_tokens)
     result = Evaluation()
     for group in groups:
         converted = convert_folder(run_dir / group, method)

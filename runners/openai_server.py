@@ -101,6 +101,12 @@ def build_app(backend, served_name: str | None = None) -> FastAPI:
         if not isinstance(messages, list) or not messages:
             return _error(400, "messages must be a non-empty list", "invalid_request_error")
         extra = {"tool_choice": body["tool_choice"]} if body.get("tool_choice") is not None else {}
+        prefill = ""
+        if body.get("continue_final_message") and messages[-1].get("role") == "assistant":
+            # vLLM's extension: continue the last assistant message instead of starting a new one
+            prefill = messages[-1].get("content") or ""
+            messages = messages[:-1]
+            extra["prefill"] = prefill
         model_request = ModelRequest(
             messages=messages, tools=body.get("tools") or None, stop=_stops(body.get("stop")),
             max_tokens=int(body.get("max_tokens") or CHAT_DEFAULT_MAX_TOKENS),
@@ -110,10 +116,13 @@ def build_app(backend, served_name: str | None = None) -> FastAPI:
         if completion.error:
             return _error(500, completion.error, "model_error")
         finish = "tool_calls" if completion.tool_calls else (completion.finish_reason or "stop")
+        message = completion.message()
+        if prefill and (message.get("content") or "").startswith(prefill):
+            message["content"] = message["content"][len(prefill):]  # like vLLM: only the continuation
         return {
             "id": f"chatcmpl-{uuid.uuid4().hex[:24]}", "object": "chat.completion", "created": int(time.time()),
             "model": served_name,
-            "choices": [{"index": 0, "message": completion.message(), "finish_reason": finish}],
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
             "usage": _usage(completion),
         }
 

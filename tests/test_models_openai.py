@@ -286,3 +286,35 @@ def test_endpoint_rate_limit_is_shared_by_threads_and_backends():
         assert standin.count() == 10
         # 10 requests at 20/s with a burst of 1 need at least 9 intervals of 50 ms, however they interleave
         assert elapsed >= 0.45
+
+
+def test_chat_prefill_continues_a_final_assistant_message():
+    """vLLM/SGLang: the prefill goes out as a final assistant message to continue, and comes back in front."""
+    from runners.models.base import ModelRequest
+
+    with OpenAIStandin(chat=["I should search.\nAction: f"]) as standin:
+        backend = chat_backend(standin)
+        completion = backend.complete(ModelRequest(messages=[{"role": "user", "content": "q"}],
+                                                   extra={"prefill": "Thought: "}))
+        (body,) = standin.bodies("chat/completions")
+    assert body["messages"][-1] == {"role": "assistant", "content": "Thought: "}
+    assert body["continue_final_message"] is True and body["add_generation_prompt"] is False
+    assert completion.text == "Thought: I should search.\nAction: f"
+    with OpenAIStandin(chat=["plain"]) as standin:
+        chat_backend(standin).complete(ModelRequest(messages=[{"role": "user", "content": "q"}]))
+        (body,) = standin.bodies("chat/completions")
+    assert "continue_final_message" not in body and body["messages"][-1]["role"] == "user"
+
+
+def test_judge_client_prefill_only_when_the_endpoint_accepts_it():
+    from toolbench_adapter.evaluation.chat import OpenAIChatClient
+
+    with OpenAIStandin(chat=['Solved", "reason": "ok"}', "plain"]) as standin:
+        client = OpenAIChatClient(standin.url, standin.model, accepts_prefill=True, retries=1)
+        reply = client.chat([{"role": "user", "content": "judge"}], prefill='{"answer_status": "')
+        plain = OpenAIChatClient(standin.url, standin.model, retries=1)  # OpenAI proper: no such fields
+        plain.chat([{"role": "user", "content": "judge"}], prefill='{"answer_status": "')
+        first, second = standin.bodies("chat/completions")
+    assert reply["content"] == '{"answer_status": "Solved", "reason": "ok"}'
+    assert first["continue_final_message"] is True and first["messages"][-1]["role"] == "assistant"
+    assert "continue_final_message" not in second and second["messages"][-1]["role"] == "user"

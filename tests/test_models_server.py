@@ -107,7 +107,14 @@ def test_local_model_end_to_end_through_the_server():
         completion = client.complete(ModelRequest(prompt="User: Say hello.\nAssistant:\n", max_tokens=8))
         chat = OpenAIChatBackend(base_url=server.url, model="SmolLM2-135M-Instruct", retries=0)
         reply = chat.complete(ModelRequest(messages=[{"role": "user", "content": "Say hello."}], max_tokens=8))
+        primed = chat.complete(ModelRequest(messages=[{"role": "user", "content": "Say hello."}], max_tokens=8,
+                                            extra={"prefill": "Thought: "}))
     direct = hf.complete(ModelRequest(prompt="User: Say hello.\nAssistant:\n", max_tokens=8, stop=["</s>"]))
+    direct_primed = hf.complete(ModelRequest(messages=[{"role": "user", "content": "Say hello."}], max_tokens=8,
+                                             extra={"prefill": "Thought: "}))
+    # the prefill travels as a final assistant message to continue (vLLM's API) and comes back in front once
+    assert primed.error is None and primed.text == direct_primed.text and primed.text.startswith("Thought: ")
+    assert not primed.text.startswith("Thought: Thought: ")
     assert completion.error is None and completion.text == direct.text
     assert completion.prompt_tokens == direct.prompt_tokens and completion.completion_tokens == direct.completion_tokens
     assert reply.error is None and reply.text and 1 <= reply.completion_tokens <= 8

@@ -24,6 +24,12 @@ def register(subparsers) -> None:
     p.add_argument("--judge-api-key", default=None)
     p.add_argument("--judge-mode", choices=("auto", "json", "tools"), default="auto",
                    help="tools = forced tool call; json = prompt-driven JSON; auto = by the judge's abilities")
+    p.add_argument("--judge-prefill", action="store_true",
+                   help="openai judge on vLLM/SGLang: start the verdict for the model (continue_final_message); "
+                   "helps small served models answer in JSON. Always on for the hf judge")
+    p.add_argument("--judge-max-tokens", type=int, default=None,
+                   help="verdict token budget (default: the evaluator's config, 1000 for the project's own)")
+    p.add_argument("--judge-timeout", type=float, default=None, help="seconds per judge request (openai; default 60)")
     p.add_argument("--evaluator", default=None, help="evaluator folder or name (default: the project's own)")
     p.add_argument("--evaluators-dir", default=None, help="where evaluator names are looked up")
     p.add_argument("--evaluate-times", type=int, default=3, help="independent judgements per query (default 3)")
@@ -43,11 +49,16 @@ def run(args) -> int:
 
     model = args.judge_model or os.environ.get("TBA_JUDGE_MODEL") or ("gpt-4o-mini" if args.judge_backend == "openai"
                                                                       else None)
+    options = {}
+    if args.judge_backend == "openai":
+        options["accepts_prefill"] = args.judge_prefill
+        if args.judge_timeout:
+            options["timeout"] = args.judge_timeout
     client = build_chat_client(args.judge_backend, model=model, base_url=args.judge_url or os.environ.get(
-        "TBA_JUDGE_URL"), api_key=args.judge_api_key)
+        "TBA_JUDGE_URL"), api_key=args.judge_api_key, **options)
     result = evaluate_run(args.run_dir, client, evaluator=args.evaluator, evaluators_dir=args.evaluators_dir,
-                          mode=args.judge_mode, evaluate_times=args.evaluate_times, concurrency=args.concurrency,
-                          cache_path=args.cache, model_label=args.model_label, progress=not args.quiet)
+                          max_tokens=args.judge_max_tokens, mode=args.judge_mode,
+                          evaluate_times=args.evaluate_times, concurrency=args.concurrency, cache_path=args.cache, model_label=args.model_label, progress=not args.quiet)
     print(result.text)
     print("written: " + ", ".join(str(p) for p in result.written))
     return 0

@@ -39,6 +39,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--judge-api-key", default=None, help="API key (default: $OPENAI_API_KEY)")
     parser.add_argument("--judge-mode", default="auto", choices=["auto", *JUDGES.names()],
                         help="tools = forced tool call, json = prompt-driven JSON; auto picks by the client")
+    parser.add_argument("--judge-prefill", action="store_true",
+                        help="openai judge on vLLM/SGLang: start the verdict for the model (continue_final_message)")
     parser.add_argument("--evaluator", default="default",
                         help="evaluator folder (config.yaml + template.txt), or its name under --evaluators-dir; "
                         "default: the project's own")
@@ -63,8 +65,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     group, model = names_from_path(args.converted)
+    options = {"accepts_prefill": True} if args.judge_prefill and args.judge_backend == "openai" else {}
     client = build_chat_client(args.judge_backend, model=args.judge_model, base_url=args.judge_url,
-                               api_key=args.judge_api_key)
+                               api_key=args.judge_api_key, **options)
     if args.metric == "fac":
         _run, row, path = fac_file(args.converted, client, args.out, group=args.group or group,
                                    model=args.model or model, test_ids_dir=args.test_ids,

@@ -88,6 +88,13 @@ class OpenAIChatBackend:
             # inference never forces a tool; a judge may (forced verdict call)
             if request.extra.get("tool_choice") is not None:
                 body["tool_choice"] = request.extra["tool_choice"]
+        prefill = request.extra.get("prefill", "")
+        if prefill:
+            # start the reply for the model: vLLM's and SGLang's chat API continue a final assistant message
+            # (OpenAI's own API has no such fields, so they are sent only when a prefill is asked for)
+            body["messages"] = body["messages"] + [{"role": "assistant", "content": prefill}]
+            body["continue_final_message"] = True
+            body["add_generation_prompt"] = False
         return body
 
     def complete(self, request: ModelRequest) -> Completion:
@@ -102,8 +109,12 @@ class OpenAIChatBackend:
             return Completion(error=f"{self.name}: {exc}", latency_s=time.perf_counter() - start)
         message = choice.get("message") or {}
         prompt_tokens, completion_tokens, _ = read_usage(data)
+        text = message.get("content")
+        prefill = request.extra.get("prefill", "")
+        if prefill:  # the reply continues the prefill: the parser sees both, as with the other backends
+            text = prefill + (text or "")
         return Completion(
-            text=message.get("content"),
+            text=text,
             tool_calls=normalise_tool_calls(message.get("tool_calls")),
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,

@@ -44,8 +44,11 @@ class OpenAIChatClient:
     """``POST {base_url}/chat/completions``; retries 429, 5xx and connection errors with backoff."""
 
     def __init__(self, base_url: str, model: str, api_key: str | None = None, *, timeout: float = 60.0,
-                 retries: int = 3, supports_tools: bool = True, wait_min: float = 1.0, wait_max: float = 10.0):
+                 retries: int = 3, supports_tools: bool = True, wait_min: float = 1.0, wait_max: float = 10.0,
+                 accepts_prefill: bool = False):
         self.base_url = base_url.rstrip("/")
+        # vLLM / SGLang continue a final assistant message (continue_final_message); OpenAI's API cannot
+        self.accepts_prefill = accepts_prefill
         self.model = model
         self.api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         self.timeout = timeout
@@ -60,8 +63,12 @@ class OpenAIChatClient:
         )(self._post_once)
 
     def chat(self, messages: list[dict], *, tools: list[dict] | None = None, tool_choice: dict | None = None,
-             temperature: float | None = None, max_tokens: int | None = None) -> dict:
+             temperature: float | None = None, max_tokens: int | None = None, prefill: str | None = None) -> dict:
         payload: dict[str, Any] = {"model": self.model, "messages": messages}
+        prefill = prefill if self.accepts_prefill else None
+        if prefill:
+            payload.update(messages=messages + [{"role": "assistant", "content": prefill}],
+                           continue_final_message=True, add_generation_prompt=False)
         if tools:
             payload["tools"] = tools
             if tool_choice is not None:
@@ -78,7 +85,10 @@ class OpenAIChatClient:
             message = data["choices"][0]["message"]
         except (KeyError, IndexError, TypeError):
             raise ChatError(f"unexpected response shape from {self.base_url}: {str(data)[:200]}") from None
-        return {"role": "assistant", **message}
+        reply = {"role": "assistant", **message}
+        if prefill:  # the content continues the prefill: hand back the whole reply
+            reply["content"] = prefill + (reply.get("content") or "")
+        return reply
 
     def _post_once(self, payload: dict) -> dict:
         headers = {"Content-Type": "application/json"}
