@@ -87,11 +87,11 @@ def hf_chat_client(model: str | None = None, base_url: str | None = None, api_ke
     from .models.hf import HFBackend
 
     class CappedChatClient(BackendChatClient):
-        def chat(self, messages, *, tools=None, tool_choice=None, temperature=None, max_tokens=None, prefill=None):
+        def chat(self, messages, *, tools=None, tool_choice=None, temperature=None, max_tokens=None, prefill=None,
+                 stop=None):
             cap = min(max_tokens or self.cap, self.cap)
-            # with the verdict field started for it, the model only has to name the label: stop at its end
             return super().chat(messages, tools=tools, tool_choice=tool_choice, temperature=temperature,
-                                max_tokens=cap, prefill=prefill, stop=['"', ',', '\n'] if prefill else None)
+                                max_tokens=cap, prefill=prefill, stop=stop)
 
     backend = HFBackend(model=model)
     backend.preflight()

@@ -63,8 +63,11 @@ class OpenAIChatClient:
         )(self._post_once)
 
     def chat(self, messages: list[dict], *, tools: list[dict] | None = None, tool_choice: dict | None = None,
-             temperature: float | None = None, max_tokens: int | None = None, prefill: str | None = None) -> dict:
+             temperature: float | None = None, max_tokens: int | None = None, prefill: str | None = None,
+             stop: list[str] | None = None) -> dict:
         payload: dict[str, Any] = {"model": self.model, "messages": messages}
+        if stop:
+            payload["stop"] = stop
         prefill = prefill if self.accepts_prefill else None
         if prefill:
             payload.update(messages=messages + [{"role": "assistant", "content": prefill}],

@@ -43,6 +43,8 @@ JSON_INSTRUCTION = (
 # clients that can put words in the model's mouth (local models) start the reply with the verdict field,
 # so even a small model answers in the asked shape
 JSON_PREFILL = '{{"{field}": "'
+# ...and stop right after the label: the verdict is complete, the reason is not worth a small model's tokens
+PREFILL_STOPS = ['"', ",", "\n"]
 
 
 class MalformedVerdict(ValueError):
@@ -165,7 +167,7 @@ class JsonJudge(FunctionJudge):
     def _request(self, function: str, prompt: str) -> dict:
         instruction = JSON_INSTRUCTION.format(reason=REASON_FIELD, field=ANSWER_STATUS_FIELD,
                                               choices=", ".join(self._choices(function)))
-        extra = {"prefill": JSON_PREFILL.format(field=ANSWER_STATUS_FIELD)} if getattr(
+        extra = {"prefill": JSON_PREFILL.format(field=ANSWER_STATUS_FIELD), "stop": PREFILL_STOPS} if getattr(
             self.client, "accepts_prefill", False) else {}
         return self.client.chat([{"role": "user", "content": prompt + instruction}],
                                 temperature=self.temperature, max_tokens=self.max_tokens, **extra)
