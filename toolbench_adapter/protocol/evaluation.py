@@ -61,3 +61,11 @@ CONVERTER_SEED = 42
 NODE_ACTION = "Action"
 NODE_ACTION_INPUT = "Action Input"
 NODE_THOUGHT = "Thought"
+
+# toolbench/tooleval/eval_preference.py (annotate_preference) and the evaluators' config.yaml: the comparison
+# function, its verdict field, and how each answer is cut before it is shown
+SELECT_BETTER_ANSWER = "select_better_answer"
+INDEX_FIELD = "index"
+FINAL_ANSWER_LIMIT = 1000
+ANSWER_DETAILS_LIMIT = 3000  # a slice of the answer_details *list* (one root node): in effect no cut
+DROPPED_ANSWER_KEY = "method"
