@@ -28,7 +28,6 @@ from typing import Any
 from tqdm import tqdm
 
 from ..errors import InputError
-
 from ..protocol.evaluation import (
     ANSWER_DETAILS_LIMIT,
     DROPPED_ANSWER_KEY,
