@@ -29,6 +29,7 @@ from toolbench_adapter.compat import Compat
 from toolbench_adapter.dialects import make_dialect
 from toolbench_adapter.env import ToolEnv
 from toolbench_adapter.errors import InputError
+from toolbench_adapter.fileio import write_text_atomic
 from toolbench_adapter.messages import initial_messages
 from toolbench_adapter.parsers import PARSERS
 from toolbench_adapter.queries import Query, QuerySet
@@ -307,20 +308,9 @@ def collect_steps(run_dir: Path) -> Path:
     lines: list[str] = []
     for path in sorted((run_dir / STEPS_DIR).glob("*/*.jsonl")):
         lines.extend(line for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
-    _write_text_atomic(target, "".join(line + "\n" for line in lines))
+    write_text_atomic(target, "".join(line + "\n" for line in lines))
     return target
 
 
 def _write_lines_atomic(path: Path, records: list[dict]) -> None:
-    _write_text_atomic(path, "".join(json.dumps(r) + "\n" for r in records))
-
-
-def _write_text_atomic(path: Path, text: str) -> None:
-    import os
-    import tempfile
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(tmp, path)
+    write_text_atomic(path, "".join(json.dumps(r) + "\n" for r in records))

@@ -4,14 +4,13 @@ except against a loopback server)."""
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import requests
 from tqdm import tqdm
 
 from .errors import InputError
+from .fileio import write_bytes_atomic
 from .queries import GROUPS, IDS_DIR, QUERY_DIR
 
 # the commit whose files ../shared/stabletoolbench mirrors; pinning it keeps fetched data reproducible
@@ -42,18 +41,6 @@ def fetch_queries(out: str | Path, base_url: str = UPSTREAM_BASE_URL, groups=GRO
                 json.loads(response.text)
             except json.JSONDecodeError:
                 raise InputError(f"{url} did not return JSON", fix="check --base-url") from None
-            _write_atomic(target, response.content)
+            write_bytes_atomic(target, response.content)
             written.append(target)
     return written
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise

@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import random
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import fileio
 from ..errors import InputError
 from ..protocol.evaluation import CONVERTER_SEED, NODE_ACTION, NODE_ACTION_INPUT, NODE_THOUGHT
 from ..protocol.functions import FINISH_NAME
@@ -245,18 +244,8 @@ def convert_folder(answer_dir: str | Path, method: str, *, order: str = "name",
 
 
 def write_json_atomic(data: Any, out: str | Path, indent: int | None = None) -> Path:
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    handle = tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=out.parent, prefix=f".{out.name}.",
-                                         suffix=".tmp", delete=False)
-    try:
-        with handle:
-            json.dump(data, handle, indent=indent)
-        os.replace(handle.name, out)
-    except BaseException:
-        Path(handle.name).unlink(missing_ok=True)
-        raise
-    return out
+    """Converted files as upstream writes them (no indent by default)."""
+    return fileio.write_json_atomic(out, data, indent=indent)
 
 
 def _read_json(path: Path) -> Any:

@@ -5,11 +5,10 @@ runners/ assembles the pieces. Files are written atomically (temp file + rename)
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from ..fileio import write_json_atomic as _write_json
 
 
 def answer_generation(*, valid: bool, final_answer: str, functions: list[dict], query_count: int,
@@ -58,17 +57,5 @@ def answer_path(out_dir: str | Path, group: str, query_id: int, method: str) -> 
 
 
 def write_json_atomic(path: str | Path, data: Any, indent: int | None = 2) -> None:
-    """Write JSON to a temp file in the same folder, fsync, then rename: readers never see half a file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, indent=indent)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    """Answer files: atomic and fsynced (resume trusts that a file on disk is whole)."""
+    _write_json(path, data, indent=indent, fsync=True)

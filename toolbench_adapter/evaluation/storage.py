@@ -12,14 +12,13 @@ import ast
 import csv
 import io
 import json
-import os
 import re
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..fileio import write_text_atomic  # noqa: F401 - re-exported for the report modules
 from ..protocol.evaluation import (
     PASS_RATE_CSV_HEADER,
     PREFERENCE_OUTPUT,
@@ -184,19 +183,6 @@ def find_label_files(root: str | Path) -> list[Path]:
         raise InputError("label file or folder not found", path=root)
     found = [p for p in root.rglob("*") if p.suffix in (".json", ".csv") and not p.name.endswith(META_SUFFIX)]
     return sorted(p for p in found if GROUP_RE.match(p.stem))
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle = tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.",
-                                         suffix=".tmp", delete=False, newline="")
-    try:
-        with handle:
-            handle.write(text)
-        os.replace(handle.name, path)
-    except BaseException:
-        Path(handle.name).unlink(missing_ok=True)
-        raise
 
 
 def write_label_files(save_dir: str | Path, group: str, model: str, entries: dict[str, dict],
