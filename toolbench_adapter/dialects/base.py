@@ -8,6 +8,7 @@ decides what an assistant turn stores as content (the raw generation, or the tho
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,13 +27,14 @@ class Rendered:
 
 
 @dataclass
-class Dialect:
+class Dialect(ABC):
     name: str = "base"
     default_parser: str = "react-find"
     options: dict[str, Any] = field(default_factory=dict)
 
+    @abstractmethod
     def render(self, messages: list[dict], toolset: Toolset) -> Rendered:
-        raise NotImplementedError  # every registered dialect overrides it
+        """The history as the backend receives it."""
 
     def assistant_content(self, text: str | None, parsed: ParsedTurn) -> str | None:
         """What an assistant turn stores as content: the raw generation by default."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import threading
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,7 +71,7 @@ class Judgement:
         return cls(Label(data["label"]), data.get("reason", ""), list(data.get("calls", [])), data.get("error"))
 
 
-class FunctionJudge:
+class FunctionJudge(ABC):
     """Asks one judge function and returns its validated arguments; subclasses choose how to ask."""
 
     mode = "base"
@@ -109,11 +110,13 @@ class FunctionJudge:
                     self.malformed += 1
         raise JudgeFailure(f"{function}: no usable verdict after {self.attempts} attempts ({problem})")
 
+    @abstractmethod
     def _request(self, function: str, prompt: str) -> dict:
-        raise NotImplementedError
+        """Send the judge function's prompt; return the assistant message."""
 
+    @abstractmethod
     def _verdict(self, message: dict) -> Any:
-        raise NotImplementedError
+        """The verdict arguments read from the assistant message (raise MalformedVerdict if unusable)."""
 
     def _choices(self, function: str) -> list[str]:
         properties = self.spec.functions[function].get("parameters", {}).get("properties", {})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from abc import ABC, abstractmethod
 from typing import Any
 
 from ..protocol.functions import FINISH_NAME, GIVE_ANSWER
@@ -11,7 +12,7 @@ from .finish import parse_finish
 from .ladder import decode_json
 
 
-class BaseParser:
+class BaseParser(ABC):
     """Subclasses implement ``_parse(text)``; ``parse`` guarantees the no-exception contract.
 
     The catch-all below is the contract boundary, not the normal path: a turn that reaches it is
@@ -29,8 +30,9 @@ class BaseParser:
             return ParsedTurn(parser=self.name, error=ErrorKind.PARSER_CRASH,
                               details=[f"parser crashed: {type(exc).__name__}: {exc}"])
 
+    @abstractmethod
     def _parse(self, text: str) -> ParsedTurn:
-        raise NotImplementedError
+        """The variant's own parsing; may raise (the contract above turns that into PARSER_CRASH)."""
 
 
 def decode_arguments(raw: str) -> tuple[dict | None, Rung | None, ErrorKind]:
