@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import random
 import string
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -57,7 +56,6 @@ class Agent:
     max_tokens: int = 1024
     temperature: float = 0.0
     on_call: Callable[[], None] | None = None  # progress hook, called once per model call
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def request_for(self, node: Node, ctx: QueryContext, messages: list[dict]) -> ModelRequest:
         rendered = self.dialect.render(messages, ctx.toolset)
