@@ -34,3 +34,16 @@ def write_text_atomic(path: str | Path, text: str, fsync: bool = False) -> Path:
 def write_json_atomic(path: str | Path, data: Any, indent: int | None = 2, fsync: bool = False,
                       ensure_ascii: bool = True) -> Path:
     return write_text_atomic(path, json.dumps(data, indent=indent, ensure_ascii=ensure_ascii), fsync=fsync)
+
+
+def read_json(path: str | Path, what: str = "file") -> Any:
+    """JSON from a file, or an InputError naming the file and where the JSON broke."""
+    from .errors import InputError
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except FileNotFoundError:
+        raise InputError(f"{what} not found", path=path) from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not valid JSON ({exc.msg} at line {exc.lineno})", path=path) from None

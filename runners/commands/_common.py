@@ -43,3 +43,38 @@ def parse_options(pairs: list[str]) -> dict:
             raise InputError(f"option {pair!r} is not KEY=VALUE", field="--option", fix="write e.g. history=thought")
         options[key] = {"true": True, "false": False}.get(value.lower(), value)
     return options
+
+
+def add_judge_flags(parser: argparse.ArgumentParser, *, evaluator_help: str, prefill_help: str) -> None:
+    """The judge client, evaluator and cache flags that tba judge and tba prefer share."""
+    from toolbench_adapter.evaluation.chat import CHAT_CLIENTS
+    from toolbench_adapter.evaluation.judge import JUDGES
+
+    parser.add_argument("--judge-backend", default="openai",
+                        help=f"chat client factory (registered: {', '.join(CHAT_CLIENTS.names())})")
+    parser.add_argument("--judge-url", default=os.environ.get("TBA_JUDGE_URL"),
+                        help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1 (default: $TBA_JUDGE_URL)")
+    parser.add_argument("--judge-model", default=os.environ.get("TBA_JUDGE_MODEL", "gpt-4o-mini"),
+                        help="judge model name (default: $TBA_JUDGE_MODEL or gpt-4o-mini)")
+    parser.add_argument("--judge-api-key", default=None, help="API key (default: $OPENAI_API_KEY)")
+    parser.add_argument("--judge-mode", default="auto", choices=["auto", *JUDGES.names()],
+                        help="tools = forced tool call, json = prompt-driven JSON; auto picks by the client")
+    parser.add_argument("--judge-prefill", action="store_true", help=prefill_help)
+    parser.add_argument("--evaluator", default="default", help=evaluator_help)
+    parser.add_argument("--evaluators-dir", action="append", default=[], metavar="DIR",
+                        help="where to look up evaluator names, e.g. <stb>/toolbench/tooleval/evaluators")
+    parser.add_argument("--attempts", type=int, default=3,
+                        help="requests per verdict when the judge answers malformed (default 3)")
+    parser.add_argument("--cache", default="results/cache/judge.jsonl", metavar="FILE",
+                        help="judgement cache, shared by tba judge and tba prefer (default "
+                        "results/cache/judge.jsonl)")
+    parser.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def judge_client_from_args(args: argparse.Namespace):
+    from toolbench_adapter.evaluation.chat import build_chat_client
+
+    options = {"accepts_prefill": True} if args.judge_prefill and args.judge_backend == "openai" else {}
+    return build_chat_client(args.judge_backend, model=args.judge_model, base_url=args.judge_url,
+                             api_key=args.judge_api_key, **options)

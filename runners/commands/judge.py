@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import os
 
-from toolbench_adapter.evaluation.chat import CHAT_CLIENTS, build_chat_client
 from toolbench_adapter.evaluation.evaluator import load_evaluator
-from toolbench_adapter.evaluation.judge import JUDGES, make_judge
+from toolbench_adapter.evaluation.judge import make_judge
 from toolbench_adapter.evaluation.run_judge import fac_file, judge_file, names_from_path
+
+from ._common import add_judge_flags, judge_client_from_args
 
 HELP = """\
 Judge every answer of a converted answer file (written by `tba convert`) --evaluate-times times with
@@ -30,32 +30,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", required=True, metavar="DIR", help="folder for label, meta and score files")
     parser.add_argument("--group", default=None, help="test group (default: the file name)")
     parser.add_argument("--model", default=None, help="model name in file names and tables (default: parent folder)")
-    parser.add_argument("--judge-backend", default="openai",
-                        help=f"chat client factory (registered: {', '.join(CHAT_CLIENTS.names())})")
-    parser.add_argument("--judge-url", default=os.environ.get("TBA_JUDGE_URL"),
-                        help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1 (default: $TBA_JUDGE_URL)")
-    parser.add_argument("--judge-model", default=os.environ.get("TBA_JUDGE_MODEL", "gpt-4o-mini"),
-                        help="judge model name (default: $TBA_JUDGE_MODEL or gpt-4o-mini)")
-    parser.add_argument("--judge-api-key", default=None, help="API key (default: $OPENAI_API_KEY)")
-    parser.add_argument("--judge-mode", default="auto", choices=["auto", *JUDGES.names()],
-                        help="tools = forced tool call, json = prompt-driven JSON; auto picks by the client")
-    parser.add_argument("--judge-prefill", action="store_true",
-                        help="openai judge on vLLM/SGLang: start the verdict for the model (continue_final_message)")
-    parser.add_argument("--evaluator", default="default",
-                        help="evaluator folder (config.yaml + template.txt), or its name under --evaluators-dir; "
-                        "default: the project's own")
-    parser.add_argument("--evaluators-dir", action="append", default=[], metavar="DIR",
-                        help="where to look up evaluator names, e.g. <stb>/toolbench/tooleval/evaluators")
+    add_judge_flags(parser, evaluator_help="evaluator folder (config.yaml + template.txt), or its name under --evaluators-dir; default: the project's own",
+                    prefill_help='openai judge on vLLM/SGLang: start the verdict for the model (continue_final_message)')
     parser.add_argument("--evaluate-times", type=int, default=3, help="independent judgements per query (default 3)")
     parser.add_argument("--concurrency", type=int, default=4, help="parallel judge requests (default 4)")
-    parser.add_argument("--attempts", type=int, default=3,
-                        help="requests per verdict when the judge answers malformed (default 3)")
     parser.add_argument("--test-ids", default=None, metavar="DIR",
                         help="test-id folder ({group}.json): judge only those ids and add the strict SoPR")
-    parser.add_argument("--cache", default="results/cache/judge.jsonl", metavar="FILE",
-                        help="judgement cache (default results/cache/judge.jsonl); --no-cache to disable")
-    parser.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--metric", choices=["sopr", "fac"], default="sopr",
                         help="sopr: pass-rate labels (default); fac: final answer correctness")
     parser.add_argument("--fac-unwrap", action="store_true",
@@ -65,9 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     group, model = names_from_path(args.converted)
-    options = {"accepts_prefill": True} if args.judge_prefill and args.judge_backend == "openai" else {}
-    client = build_chat_client(args.judge_backend, model=args.judge_model, base_url=args.judge_url,
-                               api_key=args.judge_api_key, **options)
+    client = judge_client_from_args(args)
     if args.metric == "fac":
         _run, row, path = fac_file(args.converted, client, args.out, group=args.group or group,
                                    model=args.model or model, test_ids_dir=args.test_ids,

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import os
 
 from toolbench_adapter.errors import InputError
-from toolbench_adapter.evaluation.chat import CHAT_CLIENTS, build_chat_client
 from toolbench_adapter.evaluation.evaluator import load_evaluator
-from toolbench_adapter.evaluation.judge import JUDGES, make_judge
+from toolbench_adapter.evaluation.judge import make_judge
 from toolbench_adapter.evaluation.preference import DEFAULT_SEED, prefer_files
 from toolbench_adapter.evaluation.run_judge import names_from_path
+
+from ._common import add_judge_flags, judge_client_from_args
 
 HELP = """\
 Solvable Win Rate judgements (StableToolBench eval_preference.py): for every test id and round
@@ -34,31 +34,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--ref-model", default=None, help="reference model name (default: --ref's parent folder)")
     parser.add_argument("--output-model", default=None,
                         help="output model name (default: --out-answers' parent folder)")
-    parser.add_argument("--judge-backend", default="openai",
-                        help=f"chat client factory (registered: {', '.join(CHAT_CLIENTS.names())})")
-    parser.add_argument("--judge-url", default=os.environ.get("TBA_JUDGE_URL"),
-                        help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1 (default: $TBA_JUDGE_URL)")
-    parser.add_argument("--judge-model", default=os.environ.get("TBA_JUDGE_MODEL", "gpt-4o-mini"),
-                        help="judge model name (default: $TBA_JUDGE_MODEL or gpt-4o-mini)")
-    parser.add_argument("--judge-api-key", default=None, help="API key (default: $OPENAI_API_KEY)")
-    parser.add_argument("--judge-mode", default="auto", choices=["auto", *JUDGES.names()],
-                        help="tools = forced tool call, json = prompt-driven JSON; auto picks by the client")
-    parser.add_argument("--judge-prefill", action="store_true",
-                        help="openai judge on vLLM/SGLang: start status verdicts for the model")
-    parser.add_argument("--evaluator", default="default",
-                        help="evaluator folder (needs select_better_answer), or its name under --evaluators-dir")
-    parser.add_argument("--evaluators-dir", action="append", default=[], metavar="DIR",
-                        help="where to look up evaluator names, e.g. <stb>/toolbench/tooleval/evaluators")
+    add_judge_flags(parser, evaluator_help='evaluator folder (needs select_better_answer), or its name under --evaluators-dir',
+                    prefill_help='openai judge on vLLM/SGLang: start status verdicts for the model')
     parser.add_argument("--evaluate-times", type=int, default=3, help="rounds per query (default 3, as STB's SoWR)")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="seed of the answer order (recorded)")
     parser.add_argument("--concurrency", type=int, default=4, help="parallel rounds (default 4)")
-    parser.add_argument("--attempts", type=int, default=3, help="requests per verdict when malformed (default 3)")
     parser.add_argument("--test-ids", default=None, metavar="DIR",
                         help="test-id folder ({group}.json); default: every id of either file")
-    parser.add_argument("--cache", default="results/cache/judge.jsonl", metavar="FILE",
-                        help="judgement cache (default results/cache/judge.jsonl, shared with tba judge)")
-    parser.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.set_defaults(func=run)
 
 
@@ -68,9 +50,7 @@ def run(args: argparse.Namespace) -> int:
     if args.group is None and ref_group != out_group:
         raise InputError(f"the two files name different groups ({ref_group}, {out_group})", field="--group",
                          fix="pass --group NAME")
-    options = {"accepts_prefill": True} if args.judge_prefill and args.judge_backend == "openai" else {}
-    client = build_chat_client(args.judge_backend, model=args.judge_model, base_url=args.judge_url,
-                               api_key=args.judge_api_key, **options)
+    client = judge_client_from_args(args)
     spec = load_evaluator(args.evaluator, args.evaluators_dir)
     judge = make_judge(client, spec, args.judge_mode, attempts=args.attempts)
     outcome = prefer_files(args.ref, args.out_answers, judge, args.out, group=args.group or ref_group,

@@ -15,7 +15,6 @@ Deviation: a ``"function_call": null`` message does not crash (STB issue #34); i
 from __future__ import annotations
 
 import copy
-import json
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any
 
 from .. import fileio
 from ..errors import InputError
+from ..fileio import read_json
 from ..protocol.evaluation import CONVERTER_SEED, NODE_ACTION, NODE_ACTION_INPUT, NODE_THOUGHT
 from ..protocol.functions import FINISH_NAME
 from .read import AnswerFile, iter_answer_files, load_answer
@@ -224,7 +224,7 @@ def ordered_files(answer_dir: str | Path, method: str, order: str = "name",
     files = list(iter_answer_files(answer_dir, method, order))
     if order_from is None:
         return files
-    reference = _read_json(Path(order_from))
+    reference = read_json(Path(order_from))
     if not isinstance(reference, dict):
         raise InputError("expected a converted answer file (a JSON object keyed by query id)", path=order_from)
     rank = {qid: position for position, qid in enumerate(reference)}
@@ -247,12 +247,3 @@ def write_json_atomic(data: Any, out: str | Path, indent: int | None = None) -> 
     """Converted files as upstream writes them (no indent by default)."""
     return fileio.write_json_atomic(out, data, indent=indent)
 
-
-def _read_json(path: Path) -> Any:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
-    except FileNotFoundError:
-        raise InputError("file not found", path=path) from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON ({exc.msg} at line {exc.lineno})", path=path) from None

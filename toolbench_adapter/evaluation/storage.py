@@ -18,7 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..fileio import write_text_atomic  # noqa: F401 - re-exported for the report modules
+from ..fileio import (
+    read_json,
+    write_text_atomic,  # noqa: F401 - re-exported for the report modules
+)
 from ..protocol.evaluation import (
     PASS_RATE_CSV_HEADER,
     PREFERENCE_OUTPUT,
@@ -84,16 +87,6 @@ def _csv_rows(path: Path) -> list[dict[str, str]]:
         raise InputError("label file not found", path=path) from None
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
-    except FileNotFoundError:
-        raise InputError("file not found", path=path) from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON ({exc.msg} at line {exc.lineno})", path=path) from None
-
-
 def _repeat_labels(value: Any, path: Path, qid: str) -> dict[int, Label]:
     if isinstance(value, str):  # the CSV cell: str() of a dict with int keys
         try:
@@ -119,7 +112,7 @@ def read_label_file(path: str | Path) -> LabelSet:
                 raise InputError("pass-rate CSV needs query_id and is_solved columns", path=path)
             labels[row["query_id"]] = _repeat_labels(row["is_solved"], path, row["query_id"])
     else:
-        data = _read_json(path)
+        data = read_json(path)
         if not isinstance(data, dict):
             raise InputError("pass-rate label file must be a JSON object keyed by query id", path=path)
         for qid, entry in data.items():
@@ -128,7 +121,7 @@ def read_label_file(path: str | Path) -> LabelSet:
             labels[str(qid)] = _repeat_labels(entry["is_solved"], path, str(qid))
             entries[str(qid)] = entry
     meta_path = path.with_name(path.stem + META_SUFFIX)
-    meta = _read_json(meta_path) if meta_path.exists() else {}
+    meta = read_json(meta_path) if meta_path.exists() else {}
     return LabelSet(group=group, model=model, labels=labels, source=path, entries=entries, meta=meta)
 
 
@@ -137,7 +130,7 @@ def is_preference_file(path: Path) -> bool:
     if path.suffix == ".csv":
         with open(path, encoding="utf-8") as handle:
             return "preference_label" in handle.readline()
-    data = _read_json(path)
+    data = read_json(path)
     return isinstance(data, dict) and any(isinstance(v, dict) and "is_solved" not in v for v in data.values())
 
 
@@ -157,7 +150,7 @@ def read_preference_file(path: str | Path) -> PreferenceSet:
             except (KeyError, ValueError):
                 raise InputError("preference_label must be 1, 2 or 3", path=path, field=row.get("query_id")) from None
     else:
-        data = _read_json(path)
+        data = read_json(path)
         models = sorted({k for v in data.values() if isinstance(v, dict) for k in v if not k.startswith("round_")})
         reference, output = _split_pair(pair, models, path)
         for qid, counts in data.items():
