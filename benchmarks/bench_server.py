@@ -5,6 +5,10 @@ Two servers run side by side on loopback, each in its own process, over the same
 - embedded: ``tba serve --simulator none --no-save`` (cache listed once, files parsed on first use, kept)
 - reread:   a small FastAPI app written here in upstream's style: a pydantic request model, and every
             request opens and json.loads the API's cache file (what StableToolBench's server/main.py does)
+- ceiling:  the embedded server's own HTTP stack (FastAPI on uvicorn, the same settings, the body read the
+            same way) answering every request with one constant cached answer: no parsing, no lookup. The
+            embedded server's cache-hit throughput is reported as a share of it: what is left to gain
+            inside the server rather than in the HTTP stack
 
 A thread pool of keep-alive HTTP clients sends cache-hit requests in the upstream payload shape for a fixed
 time; every answer is checked against the cache. Prints requests/s, p50 and p99 latency, and the ratio.
@@ -27,6 +31,7 @@ import threading
 import time
 from pathlib import Path
 
+from fastapi import Request, Response  # module level: the route's annotations are resolved from here
 from pydantic import BaseModel
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -78,6 +83,27 @@ def serve_reread(cache_dir: str) -> None:
     uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")).run(sockets=[sock])
 
 
+def serve_ceiling(answer_file: str) -> None:
+    """The ceiling: the embedded server's stack (create_app's route shape, runner.py's uvicorn settings)
+    answering a constant body of a typical cached answer's size."""
+    from fastapi import FastAPI
+
+    from toolbench_adapter.server.app import _read_body
+    from toolbench_adapter.server.runner import bind, serve_forever, url_of
+
+    body = Path(answer_file).read_text(encoding="utf-8")
+    app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
+
+    @app.post("/virtual")
+    async def virtual(request: Request) -> Response:
+        await _read_body(request, 1 << 20)
+        return Response(body, media_type="application/json")
+
+    sock = bind("127.0.0.1", 0)
+    print(f"serving {url_of(sock)}/virtual", flush=True)
+    serve_forever(app, sock)
+
+
 # ---------------------------------------------------------------- cache and load
 
 def make_cache(folder: Path, apis: int, entries: int, seed: int = 7) -> list[tuple[dict, dict]]:
@@ -109,7 +135,7 @@ def start(command: list[str]) -> tuple[subprocess.Popen, str]:
     return process, line.split()[1]
 
 
-def load(url: str, calls: list, threads: int, seconds: float) -> dict:
+def load(url: str, calls: list, threads: int, seconds: float, check: bool = True) -> dict:
     host_port = url.split("//")[1].split("/")[0]
     host, port = host_port.split(":")
     latencies: list[list[float]] = [[] for _ in range(threads)]
@@ -127,7 +153,7 @@ def load(url: str, calls: list, threads: int, seconds: float) -> dict:
             response = connection.getresponse()
             body = response.read()
             latencies[index].append(time.perf_counter() - started)
-            if response.status != 200 or json.loads(body) != expected:
+            if response.status != 200 or (check and json.loads(body) != expected):
                 wrong[index] += 1
         connection.close()
 
@@ -152,13 +178,19 @@ def main() -> int:
     parser.add_argument("--apis", type=int, default=20, help="cache files (default 20)")
     parser.add_argument("--entries", type=int, default=300, help="entries per cache file (default 300)")
     parser.add_argument("--serve-reread", metavar="DIR", help=argparse.SUPPRESS)  # internal: the reread server
+    parser.add_argument("--serve-ceiling", metavar="FILE", help=argparse.SUPPRESS)  # internal: the ceiling
     args = parser.parse_args()
     if args.serve_reread:
         serve_reread(args.serve_reread)
         return 0
+    if args.serve_ceiling:
+        serve_ceiling(args.serve_ceiling)
+        return 0
     with tempfile.TemporaryDirectory(prefix="bench_server_") as tmp:
         cache = Path(tmp) / "cache"
         calls = make_cache(cache, args.apis, args.entries)
+        constant = Path(tmp) / "constant.json"
+        constant.write_text(json.dumps(calls[0][1], ensure_ascii=False), encoding="utf-8")
         size = sum(p.stat().st_size for p in cache.rglob("*.json")) / len(list(cache.rglob("*.json")))
         print(f"cache: {args.apis} files x {args.entries} entries (mean file {size / 1024:.0f} KiB); "
               f"{args.threads} client threads, {args.seconds:g} s per server, loopback, {os.cpu_count()} cores")
@@ -166,6 +198,7 @@ def main() -> int:
             "embedded (tba serve)": [sys.executable, "-m", "runners.cli", "serve", "--port", "0", "--cache",
                                      str(cache), "--simulator", "none", "--no-save"],
             "reread per request (upstream design)": [sys.executable, __file__, "--serve-reread", str(cache)],
+            "ceiling (same HTTP stack, constant)": [sys.executable, __file__, "--serve-ceiling", str(constant)],
         }
         results = {}
         for name, command in servers.items():
@@ -174,17 +207,20 @@ def main() -> int:
             os.environ.update(env_free)
             process, url = start(command)
             try:
-                load(url, calls, args.threads, min(1.0, args.seconds))  # warm-up: first touch of every file
-                results[name] = load(url, calls, args.threads, args.seconds)
+                check = not name.startswith("ceiling")  # the ceiling answers one constant body
+                load(url, calls, args.threads, min(1.0, args.seconds), check)  # warm-up: first touch of every file
+                results[name] = load(url, calls, args.threads, args.seconds, check)
             finally:
                 process.terminate()
                 process.wait(timeout=10)
         print(f"{'server':40s} {'req/s':>9s} {'p50 ms':>8s} {'p99 ms':>8s} {'requests':>9s} {'wrong':>6s}")
         for name, r in results.items():
             print(f"{name:40s} {r['rps']:9.1f} {r['p50_ms']:8.2f} {r['p99_ms']:8.2f} {r['requests']:9d} {r['wrong']:6d}")
-        embedded, reread = results.values()
+        embedded, reread, ceiling = results.values()
         print(f"ratio embedded / reread: {embedded['rps'] / reread['rps']:.2f}x requests/s, "
               f"p50 {reread['p50_ms'] / embedded['p50_ms']:.2f}x lower, p99 {reread['p99_ms'] / embedded['p99_ms']:.2f}x lower")
+        print(f"embedded cache hits: {embedded['rps'] / ceiling['rps']:.0%} of the HTTP stack's ceiling "
+              f"({embedded['rps']:.0f} of {ceiling['rps']:.0f} req/s; the rest is the server's own work per request)")
         return 1 if any(r["wrong"] for r in results.values()) else 0
 
 

@@ -17,6 +17,7 @@ from toolbench_adapter.protocol.react import TOOL_CALL_ID_LENGTH, TOOL_CALL_ID_P
 from toolbench_adapter.toolset import Toolset
 
 from .models.base import Completion, ModelRequest
+from .outcome import InfraFailure, model_failure, tool_failure
 from .tree import ACTION, ACTION_INPUT, THOUGHT, Node
 
 ID_ALPHABET = string.ascii_letters + string.digits
@@ -42,6 +43,8 @@ class QueryContext:
     budget: Budget = field(default_factory=Budget)
     rng: random.Random = field(default_factory=random.Random)
     records: list[dict] = field(default_factory=list)  # per-step records for steps.jsonl
+    # set at the first infrastructure failure: the search stops there and the query writes no answer file
+    infra_failure: InfraFailure | None = None
 
     def __post_init__(self) -> None:
         # call ids and fallbacks are deterministic per (seed, query): reruns write identical files
@@ -85,7 +88,10 @@ class Agent:
         if completion.error:  # upstream: an LLM error prunes the Thought node
             thought = node.add_child(THOUGHT, completion.text or completion.error, messages)
             thought.pruned = True
-            self._record(ctx, turn, thought, None, None, None, error="model_error", detail=completion.error)
+            failure = model_failure(completion)
+            ctx.infra_failure = ctx.infra_failure or failure
+            self._record(ctx, turn, thought, None, None, None, error="model_error", detail=completion.error, completion=completion,
+                         infra=failure)
             return thought
         parsed = self.parse(completion)
         content = self.dialect.assistant_content(completion.text, parsed)
@@ -95,7 +101,7 @@ class Agent:
         if not parsed.calls:
             last = last if last is not node else node.add_child(THOUGHT, "", messages)
             last.messages = list(messages) + [{"role": "assistant", "content": content}]
-            self._record(ctx, turn, last, parsed, None, None)
+            self._record(ctx, turn, last, parsed, None, None, completion=completion)
             return last
         tool_calls = [{"id": call.call_id or self._call_id(ctx), "type": "function",
                        "function": {"name": call.name, "arguments": call.arguments_raw}} for call in parsed.calls]
@@ -119,17 +125,22 @@ class Agent:
             action_input.observation_code = result.status
             action_input.pruned = result.status == E.STATUS_GIVE_UP
             action_input.is_terminal = result.status == E.STATUS_FINAL_ANSWER
-            self._record(ctx, turn, action_input, parsed, call, result)
+            failure = tool_failure(result)
+            if failure is not None:  # the tool server failed, not the model: stop this query here
+                action_input.pruned = True
+                ctx.infra_failure = ctx.infra_failure or failure
+            self._record(ctx, turn, action_input, parsed, call, result, infra=failure, completion=completion)
             last = action_input
             if last.pruned or last.is_terminal:
-                break  # calls after a Finish in the same turn are not made
+                break  # calls after a Finish (or a failed call) in the same turn are not made
         return last
 
     def _call_id(self, ctx: QueryContext) -> str:
         return TOOL_CALL_ID_PREFIX + "".join(ctx.rng.choice(ID_ALPHABET) for _ in range(TOOL_CALL_ID_LENGTH))
 
     def _record(self, ctx: QueryContext, turn: int, node: Node, parsed: ParsedTurn | None, call: Any,
-                result: Any, error: str | None = None, detail: str | None = None) -> None:
+                result: Any, error: str | None = None, detail: str | None = None,
+                infra: InfraFailure | None = None, completion: Completion | None = None) -> None:
         ctx.records.append({
             "group": ctx.group, "query_id": ctx.toolset.query.query_id, "method": ctx.method, "turn": turn,
             "step": node.depth, "parser": parsed.parser if parsed else None,
@@ -139,5 +150,26 @@ class Agent:
             "status": result.status if result else None,
             "suffix_match_differs": bool(result.suffix_match_differs) if result else False,
             "source": result.source if result else None,
+            # what the tool-server client knew (None for Finish and unknown names: no HTTP call was made)
+            **_client_fields(result),
+            **_model_fields(completion),
+            "infra_failure": infra.kind if infra else None,
             **({"detail": detail} if detail else {}),
         })
+
+
+def _client_fields(result: Any) -> dict:
+    server_call = result is not None and result.reply_kind is not None
+    return {"reply_kind": result.reply_kind if server_call else None,
+            "http_status": result.http_status if server_call else None,
+            "attempts": result.attempts if server_call else None,
+            "latency_s": round(result.latency_s, 4) if server_call else None,
+            "faults": list(getattr(result, "faults", ())) if server_call else None}
+
+
+def _model_fields(completion: Completion | None) -> dict:
+    """The model call behind this step (every step of one turn repeats its call's figures: same ``turn``)."""
+    if completion is None:
+        return {}
+    return {"prompt_tokens": completion.prompt_tokens, "completion_tokens": completion.completion_tokens,
+            "model_latency_s": round(completion.latency_s, 4), "finish_reason": completion.finish_reason}

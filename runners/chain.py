@@ -1,5 +1,6 @@
 """CoT@N (upstream single_chain.py): up to N independent chains, each stopped by a final answer, a
-give-up, an error, or the depth limit; the first chain that answers ends the query."""
+give-up, an error, or the depth limit; the first chain that answers ends the query. An infrastructure
+failure (ctx.infra_failure) ends the query at once: no further model calls are spent on it."""
 
 from __future__ import annotations
 
@@ -30,6 +31,8 @@ def run_cot(agent: Agent, ctx: QueryContext, make_root, pass_at: int = 1, max_st
                 break
         result.roots.append(root)
         result.last_nodes.append(node)
+        if ctx.infra_failure is not None:
+            break
         if node.is_terminal and not node.pruned:
             mark_finished(node)
             result.terminal = node

@@ -35,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # the command as typed: tba run prints how to redo it
     try:
         result = args.func(args)
     except (InputError, UnknownNameError) as exc:

@@ -28,33 +28,47 @@ class RunConfig:
     max_query_count: int = 200  # DFSDT model-call cap
     backend: str = "hf"
     model: str | None = None
-    base_url: str | None = None
+    base_url: str | list[str] | None = None  # several: endpoints serving the same model (least busy first)
     api_key: str | None = None
     backend_options: dict[str, Any] = field(default_factory=dict)
-    dialect: str = "toolllama"
+    dialect: str | None = None  # None: the backend's natural dialect (scripted: openai-tools), else toolllama
     dialect_options: dict[str, Any] = field(default_factory=dict)
     parser: str | None = None  # None: the dialect's default parser
     flavour: str = "current"  # function format sent (and stored); "legacy" = released answer files
     compat: str = "stb"
-    server: str = "embedded"  # a /virtual URL, or "embedded" (started in-process on a free loopback port)
+    server: str | list[str] = "embedded"  # /virtual URL(s), or "embedded" (started in-process on a free loopback port)
     simulator: str = "schema"  # embedded server: what answers cache misses
     cache_dir: str | None = None  # embedded server: response cache folder
     server_rate: float | None = None  # calls per second to the tool server (None: unpaced)
+    server_timeout: float = 120.0  # seconds per tool-server request
+    server_attempts: int = 3  # tries per tool call for transport faults (timeouts, resets, 5xx, cut bodies)
     max_observation_length: int = 1024
     max_tokens: int = 1024
     temperature: float = 0.0
     concurrency: int = 1
     seed: int = 42
     shard: str | None = None  # "i/n": this machine runs every n-th query starting at i (1-based)
+    executor: str = "threads"  # how queries are spread: threads of this process, or ray (runners/executors.py)
+    ray_address: str | None = None  # executor ray: the cluster to join (None: start a local one)
+
+    def __post_init__(self) -> None:
+        # one URL stays a plain string (as flags and config files always gave it); several stay a list
+        for name in ("base_url", "server"):
+            value = getattr(self, name)
+            if isinstance(value, (list, tuple)):
+                setattr(self, name, value[0] if len(value) == 1 else list(value))
 
     def method_parts(self) -> tuple[str, int]:
         match = METHOD_PATTERN.match(self.method)
         if not match:
             raise InputError(f"unknown method {self.method!r}", field="method",
                              fix="use CoT@N (e.g. CoT@1) or DFS_woFilter_wN (e.g. DFS_woFilter_w2)")
-        if match.group("pass_at"):
-            return "cot", int(match.group("pass_at"))
-        return "dfs", int(match.group("width"))
+        kind, value = ("cot", match.group("pass_at")) if match.group("pass_at") else ("dfs", match.group("width"))
+        if int(value) < 1:  # CoT@0 would run no chain and DFS width 0 no expansion: empty answers
+            what = "CoT@N needs N" if kind == "cot" else "DFS_woFilter_wN needs N"
+            raise InputError(f"method {self.method!r}: {what} >= 1", field="method",
+                             fix="use e.g. CoT@1 or DFS_woFilter_w2")
+        return kind, int(value)
 
     def shard_parts(self) -> tuple[int, int] | None:
         if not self.shard:
@@ -73,8 +87,20 @@ class RunConfig:
         self.shard_parts()
         if self.concurrency < 1:
             raise InputError("concurrency must be at least 1", field="concurrency")
-        if self.max_step < 1:
-            raise InputError("max_step must be at least 1", field="max_step")
+        for name in ("max_step", "max_query_count", "max_tokens", "server_attempts"):
+            if getattr(self, name) < 1:
+                raise InputError(f"{name} must be at least 1 (got {getattr(self, name)})", field=name)
+        if self.limit is not None and self.limit < 1:  # 0 would read as "no limit" and run everything
+            raise InputError(f"limit must be at least 1 (got {self.limit})", field="limit",
+                             fix="leave --limit out to run every query")
+        if self.executor not in ("threads", "ray"):
+            raise InputError(f"unknown executor {self.executor!r}", field="executor",
+                             fix="threads (default: this process) or ray (a Ray cluster, pip install -e '.[ray]')")
+        if isinstance(self.server, list) and "embedded" in self.server:
+            raise InputError("'embedded' cannot be one of several tool servers", field="server",
+                             fix="pass either --server embedded or one --server URL per running server")
+        if self.server_timeout <= 0:
+            raise InputError(f"server_timeout must be positive (got {self.server_timeout})", field="server_timeout")
         if self.flavour not in ("legacy", "current"):
             raise InputError(f"unknown flavour {self.flavour!r}", field="flavour", fix="legacy or current")
 

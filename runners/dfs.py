@@ -2,7 +2,8 @@
 
 Each node is expanded at most ``width`` times; a later sibling is asked for with the diversity prompt
 listing earlier attempts. A final answer ends the search; a give-up backtracks two levels; a pruned or
-depth-limited leaf backtracks one; the search stops after ``max_query_count`` model calls.
+depth-limited leaf backtracks one; the search stops after ``max_query_count`` model calls, and at once at
+an infrastructure failure (ctx.infra_failure: the failed node is pruned, no further model calls).
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ def run_dfs(agent: Agent, ctx: QueryContext, root: Node, width: int = 2, max_ste
             if diversity is not None:
                 diversity["valid"] = False  # OpenAI-style requests skip it from now on
             r = dfs(last)
-            if result.terminal_nodes:
+            if result.terminal_nodes or ctx.infra_failure is not None:
                 return FOUND
             if r > 1:
                 return r - 1

@@ -128,7 +128,8 @@ def run_and_evaluate(args, outcome: Outcome, base_url: str, model: str) -> None:
                 PROJECT_ROOT)), "run_exit": run.returncode, "run_seconds": run.seconds}
             if (run_dir / "manifest.json").exists():
                 record["totals"] = json.loads((run_dir / "manifest.json").read_text())["totals"]
-            if run.returncode in (0, 1) and record.get("totals", {}).get("queries"):  # 1: some queries failed
+            # 3: infrastructure failures (tba evaluate would refuse the run); the step already fails the e2e
+            if run.returncode == 0 and record.get("totals", {}).get("queries"):
                 evaluation = run_step(outcome, f"evaluate {name}", tba(
                     "evaluate", str(run_dir), "--judge-backend", "openai", "--judge-url", base_url,
                     "--judge-model", model, "--judge-mode", "json", "--judge-prefill",

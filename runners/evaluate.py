@@ -18,7 +18,7 @@ from toolbench_adapter.evaluation.storage import write_text_atomic
 from toolbench_adapter.queries import GROUPS, QuerySet, is_group_name
 from toolbench_adapter.report import tables, taxonomy
 
-from .run import MANIFEST
+from .run import ERRORS, MANIFEST, summarize
 
 
 @dataclass
@@ -35,18 +35,23 @@ def safe_name(text: str) -> str:
 
 def evaluate_run(run_dir: str | Path, client, *, evaluator: str | None = None, evaluators_dir: str | None = None,
                  mode: str = "auto", evaluate_times: int = 3, concurrency: int = 4, cache_path: str | None = None,
-                 model_label: str | None = None, progress: bool = True, max_tokens: int | None = None) -> Evaluation:
+                 model_label: str | None = None, progress: bool = True, max_tokens: int | None = None,
+                 score_anyway: bool = False, executor=None) -> Evaluation:
+    """``executor``: what judges the uncached answers (passrate.JudgeExecutor; None: ``concurrency`` threads)."""
     run_dir = Path(run_dir)
-    manifest_path = run_dir / MANIFEST
-    if not manifest_path.exists():
-        raise InputError("not a run folder (no manifest.json)", path=run_dir, fix="pass a folder written by tba run")
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    manifest = read_manifest(run_dir)
     method = manifest["config"]["method"]
-    model = safe_name(model_label or str(manifest.get("model") or manifest["config"]["backend"]))
-    groups = [g for g in GROUPS if (run_dir / g).is_dir()] + sorted(
+    # the row is named after the run (a model "name" can be a 70-character replay path); --model-label renames
+    model = safe_name(model_label or str(manifest.get("name") or run_dir.resolve().name))
+    marked = infra_failure_note(run_dir, score_anyway)
+    folders = [g for g in GROUPS if (run_dir / g).is_dir()] + sorted(
         p.name for p in run_dir.iterdir() if p.is_dir() and is_group_name(p.name) and p.name not in GROUPS)
+    # a group folder without answer files of this method (every query of it failed, say) gets no row: an
+    # empty converted file would be judged into a score over nothing
+    groups = [g for g in folders if any((run_dir / g).glob(f"*_{method}.json"))]
     if not groups:
-        raise InputError("the run folder holds no answer files yet", path=run_dir, fix="run tba run first")
+        raise InputError(f"the run folder holds no {method} answer files", path=run_dir,
+                         fix="run tba run first (or rerun it: infrastructure failures write no answer file)")
     try:
         ids_dir = QuerySet(manifest["config"].get("stb_root")).ids_dir
     except InputError:
@@ -60,10 +65,11 @@ def evaluate_run(run_dir: str | Path, client, *, evaluator: str | None = None, e
         has_ids = ids_dir is not None and (ids_dir / f"{group}.json").exists()
         outcome = judge_file(converted_path, judge, run_dir / "eval", group=group, model=model,
                              evaluate_times=evaluate_times, test_ids_dir=ids_dir if has_ids else None,
-                             concurrency=concurrency, cache_path=cache_path, progress=progress)
+                             concurrency=concurrency, cache_path=cache_path, progress=progress,
+                             executor=executor)
         result.rows.extend(outcome.rows)
     parts = []
-    for board in tables.build_leaderboards(result.rows):
+    for board in tables.build_leaderboards(result.rows, scored_anyway={model: marked} if marked else None):
         result.boards.append(board)
         result.written.extend(tables.write_leaderboard(board, run_dir / "tables"))
         parts.append(tables.to_markdown(board))
@@ -75,6 +81,40 @@ def evaluate_run(run_dir: str | Path, client, *, evaluator: str | None = None, e
     parts.append(taxonomy.to_markdown(tax))
     result.text = "\n".join(parts)
     return result
+
+
+def read_manifest(run_dir: Path) -> dict:
+    manifest_path = run_dir / MANIFEST
+    if not manifest_path.exists():
+        raise InputError("not a run folder (no manifest.json)", path=run_dir, fix="pass a folder written by tba run")
+    return json.loads(manifest_path.read_text(encoding="utf-8"))
+
+
+def infra_failure_note(run_dir: str | Path, score_anyway: bool) -> str | None:
+    """None for a run without infrastructure failures; with some, refuse (exit 2) unless ``score_anyway``,
+    and then the footnote that marks the row: those queries have no answer file, so scores would count them
+    as unanswered (strict) or leave them out of the denominator (upstream) without a word."""
+    run_dir = Path(run_dir)
+    manifest = read_manifest(run_dir)
+    totals = summarize(run_dir, manifest["config"]["method"])
+    count = totals["infra_failures"]
+    if not count:
+        return None
+    kinds = ", ".join(f"{kind} {n}" for kind, n in totals["infra_failures_by_kind"].items())
+    if not score_anyway:
+        raise InputError(f"{count} of {totals['queries']} queries ended in infrastructure failures ({kinds}) and "
+                         f"have no answer file (listed in {run_dir / ERRORS})", path=run_dir,
+                         field="totals.infra_failures",
+                         fix=f"re-run {redo_command(manifest)}: it redoes exactly those queries; "
+                         "or pass --score-anyway to score the run as it is (the table marks the row)")
+    return (f"scored with {count} of {totals['queries']} queries lost to infrastructure failures ({kinds}): "
+            "no answer for them (tba evaluate --score-anyway)")
+
+
+def redo_command(manifest: dict) -> str:
+    """The command that wrote the run's last session, as the manifest recorded it, else a description."""
+    command = next((s.get("command") for s in reversed(manifest.get("sessions", [])) if s.get("command")), None)
+    return f"`{command}`" if command else "the tba run command that wrote this folder"
 
 
 LOCAL_JUDGE_MAX_TOKENS = 96  # a verdict is a short JSON object; a small local model would ramble to 1000

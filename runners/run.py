@@ -3,6 +3,10 @@
 Concurrency over queries, resume (finished queries are skipped), atomic files (a run killed at any
 moment loses at most the queries in flight), shards, a progress bar, and a manifest that records
 everything that defines the run plus what it cost.
+
+Every query ends "finished" (the model's own success or failure: an answer file at the upstream path) or
+"infra_failure" (model endpoint, tool server, replay gap, harness error: no answer file, so rerunning the
+same command redoes it; its partial tree goes to failed/). Both are counted and named in the manifest.
 """
 
 from __future__ import annotations
@@ -14,10 +18,11 @@ import statistics
 import subprocess
 import threading
 import time
+import traceback
 from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -39,8 +44,10 @@ from .agent import Agent, QueryContext
 from .chain import run_cot
 from .config import RunConfig
 from .dfs import run_dfs
+from .executors import make_executor
 from .models import BACKENDS
-from .models.base import Completion
+from .models.base import Completion, natural_dialect
+from .outcome import FAILED_DIR, FINISHED, FINISHED_FIELDS, HARNESS_ERROR, INFRA_FAILURE, InfraFailure
 from .trajectory import cot_file, dfs_file
 
 MANIFEST = "manifest.json"
@@ -48,6 +55,7 @@ STEPS = "steps.jsonl"
 STEPS_DIR = "steps"
 QUERY_STATS = "queries.jsonl"
 ERRORS = "errors.jsonl"
+DEFAULT_DIALECT = "toolllama"
 
 
 @dataclass
@@ -56,8 +64,21 @@ class QueryOutcome:
     query_id: int
     answered: bool = False
     valid: bool = False
-    error: str | None = None
+    failure: InfraFailure | None = None  # None: finished
     stats: dict = field(default_factory=dict)
+
+    @property
+    def finished(self) -> bool:
+        return self.failure is None
+
+
+def iso_time(seconds: float) -> str:
+    """A Unix time as ISO 8601 in UTC, e.g. 2026-11-23T13:30:47Z."""
+    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def reads_native_calls(parser_name: str) -> bool:
+    return hasattr(PARSERS.get(parser_name)(), "parse_message")
 
 
 def make_parse(parser_name: str) -> Callable[[Completion], Any]:
@@ -65,6 +86,55 @@ def make_parse(parser_name: str) -> Callable[[Completion], Any]:
     if hasattr(parser, "parse_message"):  # native tool calls: parse the message, not its text
         return lambda completion: parser.parse_message(completion.message())
     return lambda completion: parser.parse(completion.text or "")
+
+
+def fit_dialect(cfg: RunConfig, backend: Any) -> RunConfig:
+    """The config with its dialect settled: the one given, else the backend's natural one, else toolllama.
+    A parser that cannot read what the backend answers (native tool calls vs text) is refused here, before
+    the run spends anything: every step would otherwise end as empty_output."""
+    natural = natural_dialect(backend)
+    cfg = replace(cfg, dialect=cfg.dialect or natural or DEFAULT_DIALECT)
+    try:
+        dialect = make_dialect(cfg.dialect, **cfg.dialect_options)
+    except (ValueError, TypeError) as exc:
+        raise InputError(str(exc), field="dialect_options", fix="check --dialect-option names and values") from None
+    check_backend_takes(backend, dialect, cfg.backend)
+    if not natural:
+        return cfg
+    parser = cfg.parser or dialect.default_parser
+    fitting = make_dialect(natural).default_parser
+    if reads_native_calls(parser) == reads_native_calls(fitting):
+        return cfg
+    says = "native tool calls" if reads_native_calls(fitting) else "text"
+    reads = "native tool calls" if reads_native_calls(parser) else "text"
+    name = getattr(backend, "name", cfg.backend)
+    fix = f"pass --dialect {natural} (or leave --dialect out)" if cfg.dialect != natural else ""
+    if cfg.parser:
+        fix += (" and " if fix else "") + f"a parser of {says}, e.g. --parser {fitting} (or leave --parser out)"
+    raise InputError(f"the {name} backend answers with {says} (its dialect: {natural}), but the parser "
+                     f"{parser} of dialect {cfg.dialect} reads {reads}: every step would be unreadable",
+                     field="dialect", fix=fix)
+
+
+def check_backend_takes(backend: Any, dialect: Any, backend_name: str) -> None:
+    """A dialect that renders chat messages needs a backend that accepts them (openai-completions takes a
+    text prompt only), and one that sends native tools needs a backend that passes them to the model (hf has
+    no native tools): otherwise every turn fails the same way, so refuse before the run."""
+    messages, tools = dialect.sends()
+    name = getattr(backend, "name", backend_name)
+    if messages and getattr(backend, "accepts_messages", True) is False:
+        raise InputError(f"the {name} backend takes a text prompt, but the {dialect.name} dialect renders chat "
+                         "messages", field="dialect",
+                         fix="pass --dialect toolllama (a text prompt), or use --backend openai-chat for chat dialects")
+    if not messages and getattr(backend, "accepts_prompt", True) is False:
+        raise InputError(f"the {name} backend takes chat messages, but the {dialect.name} dialect renders a text "
+                         "prompt", field="dialect",
+                         fix="pass --dialect-option template=chat (toolllama over chat) or a chat dialect, or use "
+                         "--backend openai-completions for a text prompt")
+    if tools and getattr(backend, "supports_tools", True) is False:
+        raise InputError(f"the {name} backend has no native tool calls, but the {dialect.name} dialect sends "
+                         "native tools", field="dialect",
+                         fix="pass a text dialect (--dialect toolllama, json-object, jsonl or hermes)")
 
 
 def make_backend(cfg: RunConfig):
@@ -115,17 +185,26 @@ def is_finished(path: Path) -> bool:
 
 
 class Runner:
-    def __init__(self, cfg: RunConfig, backend=None, server_url: str | None = None, progress: bool = True):
+    def __init__(self, cfg: RunConfig, backend=None, server_url: str | None = None, progress: bool = True,
+                 client_options: dict | None = None, command: str | None = None, executor=None):
         cfg.validate()
-        self.cfg = cfg
         self.kind, self.method_arg = cfg.method_parts()
+        self.backend = backend if backend is not None else make_backend(cfg)
+        cfg = fit_dialect(cfg, self.backend)
+        self.cfg = cfg
         self.compat = Compat.from_mode(cfg.compat)
         self.dialect = make_dialect(cfg.dialect, **cfg.dialect_options)
         self.parser_name = cfg.parser or self.dialect.default_parser
         self.parse = make_parse(self.parser_name)
-        self.backend = backend if backend is not None else make_backend(cfg)
         self.server_url = server_url
+        # tool-server client settings beyond the config's (tests: a short backoff)
+        self.client_options = {"timeout_s": cfg.server_timeout, "attempts": cfg.server_attempts,
+                               **(client_options or {})}
         self.progress = progress
+        self.command = command  # the command line that started this session (the manifest keeps it: redo hint)
+        # how queries are spread (runners/executors.py): threads here, or Ray workers; made now so a missing
+        # extra is exit 2 before anything is written
+        self.executor = executor if executor is not None else make_executor(cfg)
         self.run_dir = cfg.run_dir
         self._lock = threading.Lock()
 
@@ -150,36 +229,69 @@ class Runner:
 
     # -- one query --------------------------------------------------------------------------------------
     def run_query(self, query: Query, client, on_call=None) -> QueryOutcome:
+        """Run one query and write its files; never raises (a Python exception is a harness_error)."""
         started = time.perf_counter()
-        toolset = build_toolset(query, self.cfg.flavour, self.compat, tool_root=self.cfg.tool_root)
-        ctx = QueryContext(toolset=toolset, group=query.group, method=self.cfg.method, seed=self.cfg.seed)
+        roots: list = []  # the search trees so far, for the partial tree of a failed query
+        ctx: QueryContext | None = None
+        try:
+            toolset = build_toolset(query, self.cfg.flavour, self.compat, tool_root=self.cfg.tool_root)
+            ctx = QueryContext(toolset=toolset, group=query.group, method=self.cfg.method, seed=self.cfg.seed)
+            data = self._search(toolset, ctx, client, on_call, roots)
+            return self._write_query(query, ctx, data, time.perf_counter() - started)
+        except Exception as exc:  # a bug or an unexpected failure: record it, keep the run going
+            failure = InfraFailure(HARNESS_ERROR, f"{type(exc).__name__}: {exc}")
+            data = {"traceback": traceback.format_exc(), "trees": _trees(roots)}
+            return self._write_query(query, ctx, data, time.perf_counter() - started, failure)
+
+    def _search(self, toolset, ctx: QueryContext, client, on_call, roots: list) -> dict:
         agent = Agent(backend=self.backend, dialect=self.dialect, parse=self.parse, max_tokens=self.cfg.max_tokens,
                       temperature=self.cfg.temperature, on_call=on_call)
 
         def new_root():
             from .tree import Node
             env = ToolEnv(toolset, client, self.compat, max_observation_length=self.cfg.max_observation_length)
-            return Node.root(initial_messages(toolset), env)
+            roots.append(Node.root(initial_messages(toolset), env))
+            return roots[-1]
 
         if self.kind == "cot":
             result = run_cot(agent, ctx, new_root, pass_at=self.method_arg, max_step=self.cfg.max_step)
-            data = cot_file(result, ctx, self.cfg)
-        else:
-            result = run_dfs(agent, ctx, new_root(), width=self.method_arg, max_step=self.cfg.max_step,
-                             max_query_count=self.cfg.max_query_count)
-            data = dfs_file(result, ctx, self.cfg, random.Random(self.cfg.seed))
-        generation = data["answer_generation"]
-        stats = {"group": query.group, "query_id": query.query_id, "query_count": ctx.budget.query_count,
-                 "total_tokens": ctx.budget.total_tokens, "model_seconds": round(ctx.budget.model_seconds, 4),
-                 "env_seconds": round(ctx.budget.env_seconds, 4),
-                 "wall_seconds": round(time.perf_counter() - started, 4), "win": data["win"],
-                 "valid_data": generation["valid_data"]}
+            return cot_file(result, ctx, self.cfg)
+        result = run_dfs(agent, ctx, new_root(), width=self.method_arg, max_step=self.cfg.max_step,
+                         max_query_count=self.cfg.max_query_count)
+        return dfs_file(result, ctx, self.cfg, random.Random(self.cfg.seed))
+
+    def failed_path(self, group: str, query_id: int) -> Path:
+        return self.run_dir / FAILED_DIR / group / f"{query_id}_{self.cfg.method}.json"
+
+    def _write_query(self, query: Query, ctx: QueryContext | None, data: dict, wall_s: float,
+                     failure: InfraFailure | None = None) -> QueryOutcome:
+        failure = failure or (ctx.infra_failure if ctx else None)
+        generation = data.get("answer_generation", {})
+        valid = bool(generation.get("valid_data")) and failure is None
+        answered = valid and "give_answer" in str(generation.get("final_answer", ""))
+        budget = ctx.budget if ctx else None
+        stats = {"group": query.group, "query_id": query.query_id, "method": self.cfg.method,
+                 "query_count": budget.query_count if budget else 0,
+                 "total_tokens": budget.total_tokens if budget else 0,
+                 "model_seconds": round(budget.model_seconds, 4) if budget else 0.0,
+                 "env_seconds": round(budget.env_seconds, 4) if budget else 0.0,
+                 "wall_seconds": round(wall_s, 4), "win": bool(data.get("win")) and failure is None,
+                 "valid_data": valid, "answered": answered,
+                 **(failure.as_fields() if failure else FINISHED_FIELDS)}
         # step records first, the answer file last: an answer file on disk means the query is complete
-        steps_path = self.run_dir / STEPS_DIR / query.group / f"{query.query_id}_{self.cfg.method}.jsonl"
-        _write_lines_atomic(steps_path, ctx.records)
-        write_json_atomic(answer_path(self.run_dir, query.group, query.query_id, self.cfg.method), data)
-        answered = generation["valid_data"] and "give_answer" in generation["final_answer"]
-        return QueryOutcome(query.group, query.query_id, answered=answered, valid=generation["valid_data"],
+        if ctx is not None:
+            steps_path = self.run_dir / STEPS_DIR / query.group / f"{query.query_id}_{self.cfg.method}.jsonl"
+            _write_lines_atomic(steps_path, ctx.records)
+        failed_path = self.failed_path(query.group, query.query_id)
+        if failure is not None:  # no answer file: a rerun of the same command redoes this query
+            write_json_atomic(failed_path, {**data, "infra_failure": failure.as_fields()})
+        else:
+            write_json_atomic(answer_path(self.run_dir, query.group, query.query_id, self.cfg.method), data)
+            failed_path.unlink(missing_ok=True)  # an earlier session's failure, now redone
+        # the stats line right after the file, from this worker: a kill in between loses no finished query's
+        # line (and _recover_stats mends the microseconds that remain)
+        self._record_outcome(stats, failure)
+        return QueryOutcome(query.group, query.query_id, answered=answered, valid=valid, failure=failure,
                             stats=stats)
 
     # -- the whole run -----------------------------------------------------------------------------------
@@ -187,7 +299,33 @@ class Runner:
         selected = select_queries(self.cfg)
         todo = [q for q in selected
                 if not is_finished(answer_path(self.run_dir, q.group, q.query_id, self.cfg.method))]
+        pending_keys = {(q.group, q.query_id) for q in todo}
+        self._recover_stats([q for q in selected if (q.group, q.query_id) not in pending_keys])
         return todo, len(selected) - len(todo)
+
+    def _recover_stats(self, finished: list[Query]) -> None:
+        """A finished answer file whose queries.jsonl line was lost (the process killed between the two
+        writes) gets its line back from the file itself, marked ``recovered``: the totals never undercount."""
+        path = self.run_dir / QUERY_STATS
+        known: set[tuple] = set()
+        if path.exists():
+            for line in path.read_text(encoding="utf-8").splitlines():
+                with contextlib.suppress(ValueError, KeyError, TypeError):
+                    record = json.loads(line)
+                    known.add((record["group"], record["query_id"]))
+        for query in finished:
+            if (query.group, query.query_id) in known:
+                continue
+            data = json.loads(answer_path(self.run_dir, query.group, query.query_id, self.cfg.method)
+                              .read_text(encoding="utf-8"))
+            generation = data["answer_generation"]
+            valid = bool(generation.get("valid_data"))
+            self._append(QUERY_STATS, {
+                "group": query.group, "query_id": query.query_id, "method": self.cfg.method,
+                "query_count": generation.get("query_count", 0), "total_tokens": generation.get("total_tokens", 0),
+                "model_seconds": 0.0, "env_seconds": 0.0, "wall_seconds": 0.0, "win": bool(data.get("win")),
+                "valid_data": valid, "answered": valid and "give_answer" in str(generation.get("final_answer", "")),
+                "recovered": True, **FINISHED_FIELDS})
 
     def check_manifest(self) -> dict | None:
         path = self.run_dir / MANIFEST
@@ -209,43 +347,56 @@ class Runner:
         previous = self.check_manifest()
         todo, done_before = self.pending()
         self.backend.preflight()
-        manifest = self._manifest(previous, started=time.time())
-        write_json_atomic(self.run_dir / MANIFEST, manifest)
+        started = time.time()
+        manifest = self._manifest(previous, started=started)
+        try:
+            write_json_atomic(self.run_dir / MANIFEST, manifest)
+        except OSError as exc:  # a file in the way, a read-only place: say so before any query runs
+            raise InputError(f"cannot write the run folder ({exc.strerror or exc})", path=self.run_dir,
+                             fix="choose a writable --out-root, or another --name") from None
         outcomes: list[QueryOutcome] = []
-        counts = Counter()
         bar = tqdm(total=len(todo), desc=f"{self.cfg.name} {self.cfg.method}", unit="query",
                    disable=not self.progress, dynamic_ncols=True)
         with self.tool_server() as url:
             from toolbench_adapter.server.client import ServerClient
 
-            client = ServerClient(url, rate_per_s=self.cfg.server_rate)
+            client = ServerClient(url, rate_per_s=self.cfg.server_rate, **self.client_options)
             try:
-                with ThreadPoolExecutor(max_workers=self.cfg.concurrency) as pool:
-                    futures = {pool.submit(self.run_query, q, client): q for q in todo}
-                    for future in as_completed(futures):
-                        query = futures[future]
-                        try:
-                            outcome = future.result()
-                        except Exception as exc:  # a bug or an unexpected failure: keep going, record it
-                            outcome = QueryOutcome(query.group, query.query_id, error=f"{type(exc).__name__}: {exc}")
-                            self._append(ERRORS, {"group": query.group, "query_id": query.query_id,
-                                                  "error": outcome.error, "time": time.time()})
-                        else:
-                            self._append(QUERY_STATS, outcome.stats)
-                        outcomes.append(outcome)
-                        counts["finished"] += outcome.error is None
-                        counts["answered"] += outcome.answered
-                        counts["failed"] += outcome.error is not None
-                        bar.update(1)
-                        bar.set_postfix(finished=counts["finished"], answered=counts["answered"],
-                                        failed=counts["failed"])
+                for query, outcome in self.executor.map(self, todo, client):
+                    # run_query records its own outcome and exceptions, unless writing that record failed too
+                    # (or the executor lost the query: a Ray worker that died more often than its retries)
+                    if not isinstance(outcome, QueryOutcome):
+                        outcome = self._unrecorded_failure(query, outcome)
+                        self._record_outcome(outcome.stats, outcome.failure)
+                    outcomes.append(outcome)
+                    bar.update(1)
+                    bar.set_postfix_str(progress_postfix(outcomes), refresh=False)
+                endpoints = self.executor.endpoint_stats(self, client)  # requests served / failed per endpoint
             finally:
                 bar.close()
                 client.close()
         collect_steps(self.run_dir)
-        manifest = self._manifest(manifest, finished=time.time(), outcomes=outcomes, skipped=done_before)
+        _remove_empty_dirs(self.run_dir / FAILED_DIR)  # redone failures leave their folders behind
+        manifest = self._manifest(manifest, finished=time.time(), outcomes=outcomes, skipped=done_before,
+                                  seconds=time.time() - started)
+        manifest["sessions"][-1].update(executor=self.executor.name, endpoints=endpoints)
         write_json_atomic(self.run_dir / MANIFEST, manifest)
         return manifest
+
+    def _unrecorded_failure(self, query: Query, exc: Exception) -> QueryOutcome:
+        failure = InfraFailure(HARNESS_ERROR, f"{type(exc).__name__}: {exc}")
+        stats = {"group": query.group, "query_id": query.query_id, "method": self.cfg.method, "query_count": 0,
+                 "total_tokens": 0, "model_seconds": 0.0, "env_seconds": 0.0, "wall_seconds": 0.0, "win": False,
+                 "valid_data": False, "answered": False, **failure.as_fields()}
+        return QueryOutcome(query.group, query.query_id, failure=failure, stats=stats)
+
+    def _record_outcome(self, stats: dict, failure: InfraFailure | None) -> None:
+        """queries.jsonl gets every query's line; errors.jsonl every infrastructure failure's."""
+        self._append(QUERY_STATS, stats)
+        if failure is not None:
+            self._append(ERRORS, {**{k: stats[k] for k in ("group", "query_id", "method")},
+                                  **failure.as_fields(), "time": iso_time(time.time()),
+                                  "partial": str(self.failed_path(stats["group"], stats["query_id"]))})
 
     def _append(self, name: str, record: dict) -> None:
         with self._lock:
@@ -255,7 +406,7 @@ class Runner:
                 handle.write(json.dumps(record) + "\n")
 
     def _manifest(self, previous: dict | None, started: float | None = None, finished: float | None = None,
-                  outcomes: list[QueryOutcome] | None = None, skipped: int = 0) -> dict:
+                  outcomes: list[QueryOutcome] | None = None, skipped: int = 0, seconds: float = 0.0) -> dict:
         manifest = dict(previous or {})
         manifest.update({
             "name": self.cfg.name,
@@ -270,17 +421,34 @@ class Runner:
             "seed": self.cfg.seed,
         })
         if started is not None:
-            manifest.setdefault("sessions", []).append({"started": started})
+            manifest.setdefault("sessions", []).append({"started": iso_time(started), "command": self.command})
         if finished is not None and manifest.get("sessions"):
-            session = manifest["sessions"][-1]
-            session.update({"finished": finished, "ran": len(outcomes or []), "skipped_as_done": skipped,
-                            "failed": sum(o.error is not None for o in outcomes or [])})
+            outcomes = outcomes or []
+            failures = Counter(o.failure.kind for o in outcomes if o.failure is not None)
+            manifest["sessions"][-1].update({
+                "finished": iso_time(finished), "seconds": round(seconds, 3),
+                "ran": len(outcomes), "skipped_as_done": skipped,
+                "queries_finished": sum(o.finished for o in outcomes),
+                "infra_failures": sum(failures.values()), "infra_failures_by_kind": dict(sorted(failures.items())),
+                "failed": sum(failures.values())})  # older readers' name for the same count
         manifest["totals"] = summarize(self.run_dir, self.cfg.method)
         return manifest
 
 
+def progress_postfix(outcomes: list[QueryOutcome]) -> str:
+    """finished=5 answered=4 infra=2 (tool_server 2): the bar names every infrastructure failure as it happens."""
+    failures = Counter(o.failure.kind for o in outcomes if o.failure is not None)
+    text = (f"finished={sum(o.finished for o in outcomes)} answered={sum(o.answered for o in outcomes)} "
+            f"infra={sum(failures.values())}")
+    if failures:
+        text += " (" + ", ".join(f"{kind} {n}" for kind, n in sorted(failures.items())) + ")"
+    return text
+
+
 def summarize(run_dir: Path, method: str) -> dict:
-    """Totals over every query stats line of the run (all sessions), latest line per query wins."""
+    """Totals over every query stats line of the run (all sessions), latest line per query wins: a query
+    that failed and was redone counts once, as what it is now. valid / answered / win count finished
+    queries only; model calls and tokens count every query's latest attempt (what it cost)."""
     latest: dict[tuple, dict] = {}
     path = run_dir / QUERY_STATS
     if path.exists():
@@ -289,11 +457,18 @@ def summarize(run_dir: Path, method: str) -> dict:
                 record = json.loads(line)
                 latest[(record["group"], record["query_id"])] = record
     records = list(latest.values())
+    finished = [r for r in records if r.get("outcome", FINISHED) != INFRA_FAILURE]  # older lines: finished
+    failures = Counter(r.get("failure_kind") or HARNESS_ERROR for r in records
+                       if r.get("outcome") == INFRA_FAILURE)
     model_s = [r["model_seconds"] / r["query_count"] for r in records if r.get("query_count")]
     return {
         "queries": len(records),
-        "valid": sum(r["valid_data"] for r in records),
-        "win": sum(bool(r["win"]) for r in records),
+        "finished": len(finished),
+        "infra_failures": sum(failures.values()),
+        "infra_failures_by_kind": dict(sorted(failures.items())),
+        "valid": sum(bool(r["valid_data"]) for r in finished),
+        "answered": sum(bool(r.get("answered", r["valid_data"])) for r in finished),
+        "win": sum(bool(r["win"]) for r in finished),
         "model_calls": sum(r["query_count"] for r in records),
         "total_tokens": sum(r["total_tokens"] for r in records),
         "median_model_seconds_per_call": round(statistics.median(model_s), 4) if model_s else None,
@@ -310,6 +485,23 @@ def collect_steps(run_dir: Path) -> Path:
         lines.extend(line for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
     write_text_atomic(target, "".join(line + "\n" for line in lines))
     return target
+
+
+def _remove_empty_dirs(root: Path) -> None:
+    for folder in sorted(root.glob("*"), reverse=True) + [root]:
+        with contextlib.suppress(OSError):  # not empty, or not there
+            folder.rmdir()
+
+
+def _trees(roots: list) -> list:
+    """The partial trees of a query that raised; a tree that cannot be written is named, not lost silently."""
+    trees = []
+    for root in roots:
+        try:
+            trees.append(root.to_json(with_children=True))
+        except Exception as exc:  # the same bug may sit in the serialiser
+            trees.append({"unwritable": f"{type(exc).__name__}: {exc}"})
+    return trees
 
 
 def _write_lines_atomic(path: Path, records: list[dict]) -> None:

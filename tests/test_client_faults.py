@@ -1,5 +1,6 @@
-"""The client against a real loopback stand-in for upstream: timeouts, 500s, non-JSON bodies, an absent
-server. The caller never sees an exception; each fault becomes the status code upstream records."""
+"""The client against a real loopback stand-in for upstream: timeouts, 500s, non-JSON bodies, bodies cut
+short, resets, an absent server. The caller never sees an exception; each fault becomes the status code
+upstream records. (tests/test_transport.py checks that the three HTTP clients name each fault alike.)"""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import threading
 
 import pytest
 
+from tests.faulty_http import FaultyServer
 from toolbench_adapter.env import ToolEnv
 from toolbench_adapter.queries import Query
 from toolbench_adapter.server.client import ClientConfig, ReplyKind, ServerClient, virtual_url
@@ -95,6 +97,32 @@ def test_unreachable_server_is_status_5():
         port = sock.getsockname()[1]
     result = step(client_for(f"http://127.0.0.1:{port}"), "{}")
     assert result.status == 5 and result.reply_kind == "connection_error" and result.attempts == 2
+
+
+def test_a_body_cut_short_is_retried_then_answered():
+    with FaultyServer(["cut", "ok"]) as server:
+        result = step(client_for(server.url, attempts=3), "{}")
+        assert server.count == 2
+    assert result.status == 0 and result.reply_kind == "ok" and result.attempts == 2
+
+
+def test_a_body_cut_short_every_time_is_status_5_truncated_body():
+    with FaultyServer(["cut"]) as server:
+        client = client_for(server.url, attempts=3)
+        reply = client.call("Weather", "sky", "now", "{}")
+        result = step(client, "{}")
+        assert server.count == 6
+    assert reply.kind is ReplyKind.TRUNCATED_BODY and reply.faults == ("truncated_body",) * 3
+    assert "IncompleteRead" in reply.detail
+    assert result.status == 5 and result.reply_kind == "truncated_body" and result.attempts == 3
+    assert result.observation == '{"error": "Timeout error...", "response": ""}'
+
+
+def test_a_reset_then_a_429_are_retried_and_recorded():
+    with FaultyServer(["reset", 429, "ok"]) as server:
+        reply = client_for(server.url, attempts=3).call("Weather", "sky", "now", "{}")
+    assert reply.kind is ReplyKind.OK and reply.attempts == 3 and reply.fault is None
+    assert reply.faults == ("connection_error", "http_429")
 
 
 def test_many_threads_share_one_client(upstream):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -169,3 +170,69 @@ def test_invalid_answer_with_unknown_method_is_an_input_error(tmp_path):
     _invalid_cot(tmp_path / "2_ReAct.json", 2)
     with pytest.raises(InputError, match="neither CoT nor DFS"):
         convert_folder(tmp_path, "ReAct")
+
+
+def test_convert_refuses_a_method_no_file_has_and_writes_nothing(tmp_path, capsys):
+    answers = tmp_path / "G1_instruction"
+    answers.mkdir()
+    _invalid_cot(answers / "2_CoT@1.json", 2)
+    _invalid_cot(answers / "3_DFS_woFilter_w2.json", 2)
+    out = tmp_path / "converted.json"
+    assert main(["convert", "--answers", str(answers), "--method", "BOGUS", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "--method" in err and "BOGUS" in err and "CoT@1" in err and "DFS_woFilter_w2" in err
+    assert not out.exists()  # never an empty {} file
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["convert", "--answers", str(empty), "--method", "CoT@1", "--out", str(out)]) == 2
+    assert "no .json answer files" in capsys.readouterr().err and not out.exists()
+
+
+@pytest.mark.parametrize("blocked", ["file-in-the-way", "folder-at-the-name", "proc"])
+def test_convert_to_an_unwritable_path_is_exit_2_naming_it(tmp_path, capsys, blocked):
+    answers = tmp_path / "G1_instruction"
+    answers.mkdir()
+    _invalid_cot(answers / "2_CoT@1.json", 2)
+    if blocked == "file-in-the-way":
+        (tmp_path / "out").write_text("a file")
+        out = tmp_path / "out" / "G1_instruction.json"
+    elif blocked == "folder-at-the-name":
+        out = tmp_path / "G1_instruction.json"
+        out.mkdir()
+    else:  # read-only place (chmod does not stop root, /proc does)
+        out = "/proc/self/tba/G1_instruction.json"
+    assert main(["convert", "--answers", str(answers), "--method", "CoT@1", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert str(out) in err or str(Path(out).parent) in err  # the file or the folder that cannot be written
+    assert "fix:" in err and "Traceback" not in err
+
+
+def test_query_ids_come_from_the_file_or_its_name_in_any_layout(tmp_path):
+    """Fork layouts: the id is the last number before the method; answer_generation.query_id wins when there."""
+    run = tmp_path / "outputs"
+    (run / "A_G2_instruction_toolllama-2").mkdir(parents=True)
+    _invalid_cot(run / "A_G2_instruction_toolllama-2" / "x_G2_instruction_toolllama-2_81506_CoT@1.json", 1)
+    (run / "G1_answer").mkdir()
+    _invalid_cot(run / "G1_answer" / "69_ChatGPT_CoT@1.json", 1)
+    _invalid_cot(run / "G1_answer" / "named_CoT@1.json", 1)
+    data = json.loads((run / "G1_answer" / "named_CoT@1.json").read_text())
+    data["answer_generation"]["query_id"] = 4242
+    (run / "G1_answer" / "named_CoT@1.json").write_text(json.dumps(data))
+    converted = convert_folder(run, "CoT@1")  # no *.json of its own: every file below it
+    assert sorted(converted) == ["4242", "69", "81506"]
+    assert sorted(convert_folder([run / "G1_answer" / "69_ChatGPT_CoT@1.json"], "CoT@1")) == ["69"]
+
+
+def test_a_file_without_a_query_id_or_a_repeated_id_is_an_input_error(tmp_path, capsys):
+    (tmp_path / "a").mkdir()
+    _invalid_cot(tmp_path / "a" / "notes_CoT@1.json", 1)
+    with pytest.raises(InputError, match="no query id in the file name or the file"):
+        convert_folder(tmp_path / "a", "CoT@1")
+    for run in ("r1", "r2"):
+        (tmp_path / run).mkdir()
+        _invalid_cot(tmp_path / run / "7_CoT@1.json", 1)
+    out = tmp_path / "converted.json"
+    assert main(["convert", "--answers", str(tmp_path / "r1"), str(tmp_path / "r2"), "--method", "CoT@1",
+                 "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "query id 7 is answered twice" in err and "r1" in err and "r2" in err and not out.exists()

@@ -133,3 +133,35 @@ def test_rows_from_labels_adds_strict_only_with_test_ids(tmp_path):
     (ids / "G1_tool.json").write_text(json.dumps({"1": 0, "2": 0}))
     rows = rows_from_labels([tmp_path / "labels"], ids)
     assert [(r.score.mode, r.score.mean) for r in rows] == [("upstream", 100.0), ("strict", 50.0)]
+
+
+def test_score_reads_per_model_folders_and_names_the_model_from_the_folder(tmp_path, capsys):
+    from runners.cli import main
+
+    folder = tmp_path / "released" / "chatgpt_dfs"
+    folder.mkdir(parents=True)
+    (folder / "G1_tool.json").write_text(json.dumps({"7": {"is_solved": {"0": "AnswerStatus.Solved"}},
+                                                     "8": {"is_solved": {"0": "AnswerStatus.Unsure"}}}))
+    assert main(["score", str(tmp_path / "released")]) == 0
+    out = capsys.readouterr().out
+    assert "SoPR upstream  G1_tool         chatgpt_dfs: 75.0 (n=2;" in out  # one repeat: no ±
+
+
+def test_score_on_a_folder_it_does_not_recognise_exits_2_naming_the_layouts(tmp_path, capsys):
+    from runners.cli import main
+
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "results.json").write_text("{}")
+    (tmp_path / "m" / "G1_tool.json").write_text(json.dumps({"1": {"query": "q", "answer": {}}}))  # answers, not labels
+    assert main(["score", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert str(tmp_path) in err and "no label files recognised (2 files looked at)" in err
+    assert "{model}/{group}_{model}.json" in err and "{model}/{group}.json" in err
+    assert main(["score", str(tmp_path / "absent")]) == 2
+
+
+def test_one_repeat_has_no_std_and_averages_keep_it_so():
+    one = [sopr({"1": {0: S}, "2": {0: N}}), sopr({"1": {0: S}})]
+    assert one[0].text() == "50.0" and average(one).text() == "75.0"
+    three = sopr({"1": {0: S, 1: N, 2: S}})
+    assert three.text() == "66.7±47.1" and average([three, three]).text() == "66.7±47.1"

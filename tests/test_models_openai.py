@@ -16,6 +16,7 @@ from runners.models.openai_completions import OpenAICompletionsBackend
 from runners.openai_server import bind_socket
 from tests.openai_standin import OpenAIStandin, Reply
 from toolbench_adapter.errors import InputError
+from toolbench_adapter.evaluation.chat import ChatError
 from toolbench_adapter.protocol.react import TOO_LONG_CONTENT
 
 FAST = {"backoff": 0.01, "backoff_max": 0.05}  # retries without real waiting
@@ -244,6 +245,7 @@ def test_chat_client_adapter_raises_when_the_backend_gives_up():
         client = BackendChatClient(chat_backend(standin, retries=1))
         with pytest.raises(BackendChatError, match="HTTP 503"):
             client.chat([{"role": "user", "content": "judge"}])
+    assert issubclass(BackendChatError, ChatError)  # what the judges catch: a judge error label, not a crash
 
 
 def test_chat_client_adapter_refuses_a_prompt_only_backend():
@@ -258,6 +260,8 @@ def test_cli_style_string_options_are_coerced_and_unknown_ones_named():
     assert backend.truncate_prompt_tokens is None and backend.context_tokens == 4096 and backend.stop == ("</s>",)
     with pytest.raises(InputError, match="retries='many' is not an integer"):
         OpenAIChatBackend(model="m", retries="many")
+    with pytest.raises(InputError, match="retries=-1 is negative"):
+        OpenAIChatBackend(model="m", retries="-1")
     with pytest.raises(InputError) as caught:
         OpenAIChatBackend(model="m", temprature=0.5)
     assert "no option 'temprature'" in str(caught.value) and "send_temperature" in str(caught.value)

@@ -235,3 +235,36 @@ def test_bad_folders_are_input_errors(tmp_path):
         ReplayBackend()
     with pytest.raises(InputError, match="no answer files"):
         ReplayBackend(answers=tmp_path).preflight()
+
+
+def test_a_replay_gap_is_an_infrastructure_failure(stb_root):
+    """No recorded turn (or no file) for a request: an error Completion the runner counts as a replay gap."""
+    backend = ReplayBackend(answers=stb_root / "data_example" / "answer" / "virtual_chatgpt_cot")
+    for completion in (ask(backend, "G1_instruction", 1073, "CoT@1", [["no_such_call", "{}"]], 0),
+                       ask(backend, "G1_instruction", 99999, "CoT@1", [], 0)):
+        assert completion.error and completion.error_kind == "replay_gap"
+    bad_key = backend.complete(ModelRequest(key={"group": "G1_instruction"}))
+    assert bad_key.error_kind is None  # a harness bug, not a gap in the recording
+
+
+def test_the_natural_dialect_is_what_the_recordings_hold(stb_root, tmp_path):
+    assert ReplayBackend(answers=stb_root / "data_example" / "answer" / "virtual_chatgpt_cot").natural_dialect() == \
+        "openai-tools"  # function_call messages
+    (tmp_path / "G1").mkdir()
+    (tmp_path / "G1" / "7_DFS_woFilter_w2.json").write_text(json.dumps(text_only_answer()))
+    assert ReplayBackend(answers=tmp_path).natural_dialect() == "openai-tools"  # nodes only: native calls
+    react = text_only_answer()
+    react["answer_generation"] = {"train_messages": [[
+        {"role": "assistant", "content": "Thought: I should call g.\nAction: g\nAction Input: {\"a\": 1}"}]]}
+    (tmp_path / "G1" / "7_DFS_woFilter_w2.json").write_text(json.dumps(react))
+    assert ReplayBackend(answers=tmp_path).natural_dialect() == "toolllama"
+
+
+def test_a_text_prompt_gets_the_turn_as_react_text(tmp_path):
+    (tmp_path / "G1").mkdir()
+    (tmp_path / "G1" / "7_DFS_woFilter_w2.json").write_text(json.dumps(text_only_answer()))
+    backend = ReplayBackend(answers=tmp_path)
+    key = {"group": "G1", "query_id": 7, "method": "DFS_woFilter_w2", "path": [["g", '{"a": 1}']], "attempt": 0}
+    completion = backend.complete(ModelRequest(prompt="System: ...", key=key))
+    assert completion.tool_calls is None
+    assert completion.text == 'Thought: done\nAction: Finish\nAction Input: {"return_type": "give_answer"}'

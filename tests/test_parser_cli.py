@@ -5,6 +5,12 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
 
 from runners.cli import main
 
@@ -73,3 +79,26 @@ def test_compare_parsers_missing_input_is_an_input_error(tmp_path, capsys):
     assert main(["compare-parsers", "--input", str(tmp_path / "nope.jsonl"), "--out", str(tmp_path / "o")]) == 2
     assert "no such file" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+SURROGATE_TEXTS = {  # each parser's own format, with a lone surrogate in the thought and in an argument
+    "fenced-json": 'note \ud800\n```json\n{"name": "get_x", "arguments": {"a": "b\udfff"}}\n```',
+    "hermes": 'note \ud800<tool_call>{"name": "get_x", "arguments": {"a": "b\udfff"}}</tool_call>',
+    "react-find": 'Thought: note \ud800\nAction: get_x\nAction Input: {"a": "b\udfff"}',
+    "react-regex": 'Thought: note \ud800\nAction: get_x\nAction Input: {"a": "b\udfff"}',
+    "react-robust": 'Thought: note \ud800\nAction: get_x\nAction Input: {"a": "b\udfff"}',
+}
+
+
+@pytest.mark.parametrize("parser", sorted(SURROGATE_TEXTS))
+def test_parse_writes_a_lone_surrogate_as_a_json_escape(tmp_path, parser):
+    # a real process: its stdout is strict UTF-8, which a lone surrogate used to crash (exit 1)
+    source = _jsonl(tmp_path / "in.jsonl", [SURROGATE_TEXTS[parser]])
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
+    done = subprocess.run([sys.executable, "-m", "runners.cli", "parse", "--parser", parser, "--input", str(source)],
+                          capture_output=True, cwd=Path(__file__).resolve().parents[1], env=env, timeout=120)
+    assert done.returncode == 0, done.stderr.decode("utf-8", "replace")
+    line = json.loads(done.stdout.decode("utf-8"))  # valid UTF-8 and valid JSON
+    assert line["calls"][0]["name"] == "get_x"
+    assert line["calls"][0]["arguments"] == {"a": "b\udfff"}  # the escape decodes back to the same text
+    assert "\ud800" in (line["thought"] or "")

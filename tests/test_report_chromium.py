@@ -1,5 +1,8 @@
 """The report in a real browser: headless Chromium (Debian's package, installed here when absent) opens the
 page of a real run, applies filters and a search through the URL hash, and the test reads what it shows.
+Layout and keyboard checks drive the same browser over its DevTools pipe (--remote-debugging-pipe: no port,
+no network): the headline is in the first screen, nothing is wider than a 1400 px window, the keys walk
+the queries.
 
 The run: StableToolBench's released ChatGPT CoT answers driven through the pipeline (replay backend,
 embedded server answering from a cache built from the same answers), then evaluated (`tba evaluate`'s
@@ -8,11 +11,13 @@ evaluate_run) with a scripted in-process judge, so the page has a leaderboard ro
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -53,6 +58,102 @@ def chromium() -> str:
     if not found:
         pytest.skip("apt-get installed chromium but no chromium binary is on PATH")
     return found
+
+
+class Chrome:
+    """Headless Chromium driven over --remote-debugging-pipe: it reads commands on fd 3 and writes replies on
+    fd 4, each a JSON object ended by a NUL byte (the DevTools protocol)."""
+
+    def __init__(self, binary: str, profile: Path, width: int = 1400, height: int = 1000):
+        commands_read, self._commands = os.pipe()
+        self._replies, replies_write = os.pipe()
+
+        def wire() -> None:  # in the child, before exec: the pipe ends where Chromium looks for them
+            os.dup2(commands_read, 3)
+            os.dup2(replies_write, 4)
+
+        flags = [f for f in FLAGS if not f.startswith("--virtual-time-budget")]
+        self.process = subprocess.Popen(
+            [binary, *flags, f"--user-data-dir={profile}", f"--window-size={width},{height}",
+             "--remote-debugging-pipe", "about:blank"],
+            preexec_fn=wire, pass_fds=(3, 4), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        os.close(commands_read)
+        os.close(replies_write)
+        self._id, self._buffer = 0, b""
+        page = next(t for t in self.send("Target.getTargets")["targetInfos"] if t["type"] == "page")
+        self.session = self.send("Target.attachToTarget", targetId=page["targetId"], flatten=True)["sessionId"]
+        self.send("Emulation.setDeviceMetricsOverride", page=True, width=width, height=height,
+                  deviceScaleFactor=1, mobile=False)
+
+    def send(self, method: str, page: bool = False, **params):
+        self._id += 1
+        message = {"id": self._id, "method": method, "params": params}
+        if page:
+            message["sessionId"] = self.session
+        os.write(self._commands, json.dumps(message).encode() + b"\0")
+        while True:
+            while b"\0" not in self._buffer:
+                chunk = os.read(self._replies, 1 << 16)
+                assert chunk, "chromium closed its DevTools pipe"
+                self._buffer += chunk
+            raw, self._buffer = self._buffer.split(b"\0", 1)
+            reply = json.loads(raw)
+            if reply.get("id") == self._id:
+                assert "error" not in reply, f"{method}: {reply['error']}"
+                return reply.get("result", {})
+
+    def js(self, expression: str):
+        result = self.send("Runtime.evaluate", page=True, expression=expression, returnByValue=True)
+        assert "exceptionDetails" not in result, result["exceptionDetails"]
+        return result["result"].get("value")
+
+    def open(self, url: str) -> None:
+        self.send("Page.navigate", page=True, url=url)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.js("location.href") == url and self.js(
+                    "document.body && document.body.getAttribute('data-ready')") == "1":
+                return
+            time.sleep(0.05)
+        raise AssertionError(f"the page did not render: {url}")
+
+    def key(self, key: str, code: str, key_code: int) -> None:
+        text = {"text": key} if len(key) == 1 else {}
+        self.send("Input.dispatchKeyEvent", page=True, type="keyDown", key=key, code=code,
+                  windowsVirtualKeyCode=key_code, **text)
+        self.send("Input.dispatchKeyEvent", page=True, type="keyUp", key=key, code=code, windowsVirtualKeyCode=key_code)
+
+    def screenshot(self, path: Path) -> None:
+        path.write_bytes(base64.b64decode(self.send("Page.captureScreenshot", page=True, format="png")["data"]))
+
+    def close(self) -> None:
+        try:
+            self.send("Browser.close")
+        finally:
+            self.process.wait(timeout=30)
+
+
+@pytest.fixture
+def chrome(chromium, tmp_path):
+    browser = Chrome(chromium, tmp_path / "devtools-profile")
+    yield browser
+    browser.close()
+
+
+# the right edge of everything shown, against the window's width (content wider than the window scrolls it)
+WIDEST = """(() => { let right = 0, what = "";
+  for (const node of document.querySelectorAll("body *")) {
+    if (!node.getClientRects().length) continue;
+    const r = node.getBoundingClientRect();
+    if (r.right > right) { right = r.right; what = node.tagName + "." + node.className; } }
+  return {right: right, what: what, scroll: document.documentElement.scrollWidth,
+          width: document.documentElement.clientWidth}; })()"""
+
+
+def assert_fits(chrome: Chrome, where: str) -> None:
+    widest = chrome.js(WIDEST)
+    assert widest["scroll"] <= widest["width"], (where, widest)
+    assert widest["right"] <= widest["width"] + 1, (where, widest)
 
 
 def browse(chromium: str, page: Path, fragment: str, profile: Path, *extra: str) -> str:
@@ -133,6 +234,8 @@ def test_released_run_report_filters_and_search_in_chromium(chromium, released_r
     searched = dump(chromium, page, "q=" + needle.replace(" ", "%20"), profile)
     assert shown_rows(searched) == [f"{GROUP}/1073"]
     assert dump(chromium, page, "q=no-such-text-anywhere-42", profile).count('id="no-match"') == 1
+    # the prompts embedded for the step details are not searched: every query's system prompt has this word
+    assert dump(chromium, page, "q=AutoGPT", profile).count('id="no-match"') == 1
 
     opened = dump(chromium, page, f"label=Solved&open={GROUP}/608", profile)
     trajectory = re.search(r'<div class="trajectory".*', opened, re.S).group(0)
@@ -183,3 +286,86 @@ def test_parser_variant_comparison_in_chromium(chromium, tmp_path):
         shot = Path(keep) / "parser_variants_compare.png"
         browse(chromium, page, "view=compare&open=G1_category/900003", profile, f"--screenshot={shot}",
                "--window-size=1400,1000")
+
+
+def test_first_screen_step_details_and_keys_in_chromium(chrome, released_run, tmp_path):
+    page = write_report([released_run], tmp_path / "report.html")
+    chrome.open(page.as_uri())
+    first = chrome.js("""(() => { const box = id => document.getElementById(id).getBoundingClientRect();
+      const row = document.querySelector("tr.qrow").getBoundingClientRect();
+      return {headline: [box("headline").top, box("headline").bottom], facts: box("facts").bottom,
+              row: row.top, height: innerHeight, text: document.getElementById("first-screen").innerText,
+              setupOpen: document.getElementById("setup").open}; })()""")
+    assert 0 <= first["headline"][0] and first["headline"][1] <= first["height"]  # visible without scrolling
+    assert first["row"] < first["height"]  # and the query table starts on the first screen too
+    assert "released-chatgpt-cot" in first["text"] and "CoT@1" in first["text"]
+    assert "openai-tools / openai-tools" in first["text"] and "scripted-judge" in first["text"]
+    assert re.search(r"SoPR upstream\s+[\d.]+(±[\d.]+)?\s+n \d of 3", first["text"]), first["text"]
+    assert re.search(r"valid answers\s+2 / 3", first["text"]) and "infrastructure failures" in first["text"]
+    assert first["setupOpen"] is False  # set-up details fold below
+    assert_fits(chrome, "first screen")
+    chrome.js("document.getElementById('setup').open = true")
+    assert_fits(chrome, "set-up details open (manifest with long paths)")
+
+    chrome.open(page.as_uri() + f"#open={GROUP}/608")
+    chrome.js("document.querySelectorAll('.trajectory details').forEach(d => d.open = true)")
+    assert_fits(chrome, "a query open with every fold open")
+    step = chrome.js("""(() => { const t = document.querySelector(".trajectory");
+      return {calls: [...t.querySelectorAll(".call-head")].map(n => n.innerText),
+              prompt: [...t.querySelectorAll("details.prompt > summary")].map(n => n.innerText),
+              roles: [...t.querySelectorAll(".messages .badge.role")].map(n => n.innerText),
+              tools: t.querySelectorAll("details.prompt details pre").length,
+              toolCalls: [...t.querySelectorAll(".tool-call")].map(n => n.innerText),
+              nav: document.getElementById("qnav").innerText}; })()""")
+    assert step["calls"] and step["calls"][0].startswith("model call 1")
+    assert all("tokens" in c and "latency" in c for c in step["calls"])
+    assert len(step["prompt"]) == len(step["calls"]) and all("reconstructed" in p for p in step["prompt"])
+    assert step["roles"][:2] == ["system", "user"] and step["tools"] >= 1  # the messages and the tools sent
+    assert step["toolCalls"] and all(re.match(r"tool call: (HTTP \d+|HTTP status, reply kind, attempts and "
+                                              r"latency unknown)", t) for t in step["toolCalls"])
+    assert "query 2 of 3 shown" in step["nav"]
+
+    def opened():
+        return chrome.js("(new URLSearchParams(location.hash.slice(1))).get('open')")
+
+    chrome.key("j", "KeyJ", 74)
+    assert opened() == f"{GROUP}/1073"
+    chrome.key("ArrowLeft", "ArrowLeft", 37)
+    chrome.key("k", "KeyK", 75)
+    assert opened() == f"{GROUP}/588"
+    chrome.js("document.getElementById('next-query').click()")
+    assert opened() == f"{GROUP}/608"
+    chrome.key("Escape", "Escape", 27)
+    assert not opened() and chrome.js("document.querySelectorAll('.trajectory').length") == 0
+
+    keep = os.environ.get("TBA_REPORT_EXAMPLE_DIR")
+    if keep:
+        chrome.open(page.as_uri())
+        chrome.screenshot(Path(keep) / "released_chatgpt_cot_first_screen.png")
+        chrome.open(page.as_uri() + f"#open={GROUP}/608")
+        chrome.js("document.querySelector('details.prompt').open = true")
+        chrome.js("document.querySelector('.call').scrollIntoView()")
+        chrome.screenshot(Path(keep) / "released_chatgpt_cot_step_details.png")
+
+
+def test_comparison_counts_missing_apart_in_chromium(chrome, tmp_path):
+    runs = make_text_runs(tmp_path / "runs")
+    for path in (runs[1] / "G3_instruction").glob("*.json"):
+        path.unlink()  # the second run lacks one query: missing, not a differing outcome
+    page = write_report(runs, tmp_path / "compare.html")
+    chrome.open(page.as_uri())
+    summary_text = chrome.js("document.getElementById('compare-summary').innerText")
+    assert "1 missing from a run" in summary_text and "(1 not in react-robust)" in summary_text
+    ranks = chrome.js("[...document.querySelectorAll('tr.crow')].map(r => r.dataset.rank)")
+    assert ranks[-1] == "-1" and ranks.count("-1") == 1 and ranks == sorted(ranks, key=int, reverse=True)
+    assert "none" not in chrome.js("[...document.querySelectorAll('tr.crow .badge')].map(b => b.innerText)")
+    assert "unjudged" in chrome.js("document.querySelector('tr.crow').innerText")
+    assert_fits(chrome, "comparison")
+    chrome.open(page.as_uri() + "#view=compare&open=G1_category/900003")
+    assert chrome.js("document.querySelectorAll('.trajectory').length") == 2
+    readings = chrome.js("[...document.querySelectorAll('details.reading > summary')].map(s => s.innerText)")
+    assert any("hallucinated_observation" in r for r in readings) and all(r.startswith("parser's reading:") for r in readings)
+    assert_fits(chrome, "comparison, a query open side by side")
+    keep = os.environ.get("TBA_REPORT_EXAMPLE_DIR")
+    if keep:
+        chrome.screenshot(Path(keep) / "parser_variants_compare_open.png")

@@ -91,7 +91,8 @@ def test_parser_variants_compare_with_disagreements_first(loaded):
     ranks = [row.rank for row in rows]
     assert ranks == sorted(ranks, reverse=True) and len(rows) == 6
     counts = summary(rows)
-    assert counts["queries"] == 6 and sum(v for k, v in counts.items() if k != "queries") == 6
+    parts = ("outcome_differs", "trace_differs", "same", "missing")
+    assert counts["queries"] == 6 and sum(counts[k] for k in parts) == 6 and counts["missing"] == 0
     # react-find keeps the hallucinated observation inside the arguments; react-robust cuts it: same outcome,
     # different call arguments
     differing = {row.query_id for row in rows if row.rank > 0}
@@ -133,8 +134,15 @@ def test_page_is_self_contained_and_embeds_every_trajectory(loaded):
 def test_figures_are_png_or_say_why_not(loaded):
     run = loaded[0]
     assert plots.pass_rate([run]) is None
-    for png in (plots.error_kinds(run), plots.steps_per_query(run), plots.latency(run)):
+    for png in (plots.error_kinds(run), plots.latency(run)):
         assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    # every query made two model calls: a histogram of one bar says nothing the table does not
+    assert {q.model_calls for q in run.queries} == {2} and plots.steps_per_query(run) is None
+    run.queries[0].stats = {**run.queries[0].stats, "query_count": 3}
+    try:
+        assert plots.steps_per_query(run)[:8] == b"\x89PNG\r\n\x1a\n"
+    finally:
+        run.queries[0].stats = {**run.queries[0].stats, "query_count": 2}
 
 
 def test_script_json_cannot_close_its_script_block():

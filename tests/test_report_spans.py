@@ -86,3 +86,12 @@ def test_records_follow_tree_order_across_dfs_branches():
                {"step": 3, "call": "g", "status": 6, "error": "trailing_text"}]
     assert attach_records(nodes, records) == 2
     assert nodes[2]["rec"]["s"] == 0 and nodes[5]["rec"] == {"e": "trailing_text", "s": 6}
+
+
+def test_an_output_over_the_parse_limit_is_missed_whole():
+    from toolbench_adapter.parsers.limits import MAX_PARSE_CHARS
+
+    text = 'Thought: x\nAction: a\nAction Input: {"q": "' + "y" * MAX_PARSE_CHARS + '"}'
+    turn = get_parser("react-robust").parse(text)
+    assert turn.error.value == "input_too_large"
+    assert parse_spans(text, turn) == [(0, len(text), "miss")]

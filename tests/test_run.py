@@ -39,6 +39,14 @@ def test_run_writes_upstream_files_and_manifest(tmp_path, capsys):
     assert manifest["parser"] == "openai-tools" and manifest["compat"]["mode"] == "stb"
     steps = [json.loads(line) for line in (run_dir / "steps.jsonl").read_text().splitlines()]
     assert len(steps) == 12 and {s["status"] for s in steps} == {0, 3}
+    for step in steps:  # what the tool-server client knew about each call (Finish makes none)
+        server_call = step["status"] == 0
+        assert (step["reply_kind"], step["http_status"], step["attempts"], step["faults"]) == (
+            ("ok", 200, 1, []) if server_call else (None, None, None, None))
+        assert (step["latency_s"] > 0) if server_call else step["latency_s"] is None
+        # the model call behind the step: tokens and latency per call (the run page shows them)
+        assert step["prompt_tokens"] > 0 and step["model_latency_s"] >= 0 and "completion_tokens" in step
+    assert (manifest["totals"]["finished"], manifest["totals"]["infra_failures"]) == (6, 0)
     # a second run of the same command has nothing to do and changes nothing
     before = answers(run_dir)
     assert main(run_args(tmp_path, "r1")) == 0
@@ -126,3 +134,82 @@ def test_concurrency_gives_the_same_files(tmp_path):
         Runner(cfg, backend=ScriptedBackend(delay_s=0.01), progress=False).run()
         outputs.append(answers(tmp_path / name))
     assert outputs[0] == outputs[1]
+
+
+def _two_shards(tmp_path):
+    for shard in ("1/2", "2/2"):
+        assert main(run_args(tmp_path, f"s{shard[0]}", "--shard", shard)) == 0
+    return tmp_path / "s1", tmp_path / "s2"
+
+
+def test_merge_refuses_a_truncated_shard_answer_and_writes_nothing(tmp_path, capsys):
+    s1, s2 = _two_shards(tmp_path)
+    victim = sorted(s2.glob("*/*.json"))[0]
+    victim.write_bytes(victim.read_bytes()[:200])  # a shard file cut short (disk full, killed copy)
+    capsys.readouterr()
+    assert main(["merge", str(s1), str(s2), "--out", str(tmp_path / "all")]) == 2
+    err = capsys.readouterr().err
+    assert str(victim) in err and "rerun that shard" in err
+    assert not (tmp_path / "all").exists()
+    victim.write_text(json.dumps({"win": True}))  # whole JSON, but not an answer file
+    assert main(["merge", str(s1), str(s2), "--out", str(tmp_path / "all")]) == 2
+    assert "answer_generation" in capsys.readouterr().err and not (tmp_path / "all").exists()
+    assert not list(tmp_path.glob(".all.merging-*"))  # no staging folder left behind
+
+
+def test_merge_refusing_overlapping_shards_leaves_no_half_written_folder(tmp_path, capsys):
+    s1, s2 = _two_shards(tmp_path)
+    clash = sorted(s1.glob("*/*.json"))[-1]  # s2 claims a query of s1 with a different answer
+    data = json.loads(clash.read_text())
+    data["answer_generation"]["final_answer"] = "something else"
+    (s2 / clash.relative_to(s1)).parent.mkdir(exist_ok=True)
+    (s2 / clash.relative_to(s1)).write_text(json.dumps(data))
+    capsys.readouterr()
+    assert main(["merge", str(s1), str(s2), "--out", str(tmp_path / "all")]) == 2
+    assert "different files for the same query" in capsys.readouterr().err
+    assert not (tmp_path / "all").exists() and not list(tmp_path.glob(".all.merging-*"))
+
+
+def test_merge_into_an_unwritable_or_used_place_is_exit_2(tmp_path, capsys):
+    s1, s2 = _two_shards(tmp_path)
+    (tmp_path / "blocker").write_text("a file in the way of the folder")
+    for out, needle in ((tmp_path / "blocker" / "all", "in the way"), (tmp_path / "blocker", "is a file"),
+                        (s1, "not empty"), ("/proc/self/tba-merged", "cannot write")):
+        capsys.readouterr()
+        assert main(["merge", str(s1), str(s2), "--out", str(out)]) == 2, out
+        err = capsys.readouterr().err
+        assert needle in err and "Traceback" not in err, err
+    assert (tmp_path / "blocker").read_text() == "a file in the way of the folder"
+    (tmp_path / "empty").mkdir()  # an empty folder is fine to merge into
+    assert main(["merge", str(s1), str(s2), "--out", str(tmp_path / "empty")]) == 0
+    assert len(answers(tmp_path / "empty")) == 6
+
+
+def test_run_into_an_unwritable_place_is_exit_2_before_any_query(tmp_path, capsys):
+    (tmp_path / "blocker").write_text("a file in the way of the run folder")
+    for root in (tmp_path / "blocker", "/proc/self"):  # /proc: read-only even for root (chmod is not)
+        capsys.readouterr()
+        args = run_args(tmp_path, "r")
+        args[args.index("--out-root") + 1] = str(root)
+        assert main(args) == 2
+        err = capsys.readouterr().err
+        assert "cannot write" in err and "fix:" in err and "Traceback" not in err
+    assert (tmp_path / "blocker").read_text() == "a file in the way of the run folder"
+
+
+def test_a_lost_stats_line_is_recovered_from_the_answer_file(tmp_path):
+    """A kill between the answer file and its queries.jsonl line must not make the totals undercount."""
+    assert main(run_args(tmp_path, "lost")) == 0
+    run_dir = tmp_path / "lost"
+    stats_path = run_dir / "queries.jsonl"
+    lines = stats_path.read_text().splitlines()
+    lost = json.loads(lines[0])
+    stats_path.write_text("".join(line + "\n" for line in lines[1:]))  # as if killed before the append
+    assert main(run_args(tmp_path, "lost")) == 0
+    records = [json.loads(line) for line in stats_path.read_text().splitlines()]
+    recovered = [r for r in records if r.get("recovered")]
+    assert [(r["group"], r["query_id"]) for r in recovered] == [(lost["group"], lost["query_id"])]
+    assert (recovered[0]["query_count"], recovered[0]["win"], recovered[0]["valid_data"]) == (
+        lost["query_count"], lost["win"], lost["valid_data"])
+    totals = json.loads((run_dir / "manifest.json").read_text())["totals"]
+    assert (totals["queries"], totals["finished"], totals["model_calls"]) == (6, 6, 12)

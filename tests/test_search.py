@@ -208,3 +208,63 @@ def test_toolllama_text_turns_through_react_find(setup):
     prompt = backend.requests[1].prompt
     assert f"Assistant: Thought: check the weather\nAction: {first}\n" in prompt
     assert '\nFunction: {"error": "", "response": "ok ' in prompt and prompt.endswith("Assistant:\n")
+
+
+class FailingServer(EchoServer):
+    """A tool server whose replies are the client's verdict after retries: ``kind`` with ``status``."""
+
+    def __init__(self, kind, status=None):
+        super().__init__()
+        self.kind, self.status = kind, status
+
+    def call_route(self, route, tool_input):
+        self.calls.append((route.api_name, tool_input))
+        return ServerReply(answer={"error": "failed", "response": ""}, kind=self.kind, http_status=self.status,
+                           latency_s=0.1, attempts=3, waited_s=0.0)
+
+
+def failing_setup(make, server):
+    agent, ctx, _, backend = make(lambda request: None)
+    toolset = ctx.toolset
+    return agent, ctx, (lambda: Node.root(initial_messages(toolset), ToolEnv(toolset, server))), backend
+
+
+@pytest.mark.parametrize("method", ["cot", "dfs"])
+def test_a_tool_server_failure_stops_the_search_at_once(setup, method):
+    make, first, _ = setup
+    server = FailingServer(ReplyKind.TIMEOUT)
+    agent, ctx, root, backend = failing_setup(make, server)
+    backend.script = lambda request: Completion(tool_calls=[call(first, {"city": "Oslo"})])
+    if method == "cot":
+        result = run_cot(agent, ctx, root, pass_at=3, max_step=12)
+        assert len(result.roots) == 1 and result.terminal is None
+    else:
+        run_dfs(agent, ctx, root(), width=2, max_step=12, max_query_count=50)
+    assert ctx.budget.query_count == 1 and len(server.calls) == 1  # no further model or tool calls
+    assert (ctx.infra_failure.kind, ctx.infra_failure.detail) == (
+        "tool_server", f"tool call {first}: timeout after 3 attempt(s)")
+    [record] = ctx.records
+    assert (record["infra_failure"], record["reply_kind"], record["attempts"]) == ("tool_server", "timeout", 3)
+
+
+def test_a_4xx_from_the_tool_server_is_the_models_own_failure(setup):
+    make, first, _ = setup
+    server = FailingServer(ReplyKind.HTTP_ERROR, 404)
+    agent, ctx, root, backend = failing_setup(make, server)
+    backend.script = lambda request: answer() if request.key["path"] else Completion(
+        tool_calls=[call(first, {"city": "Oslo"})])
+    result = run_cot(agent, ctx, root, pass_at=1, max_step=12)
+    assert ctx.infra_failure is None and result.terminal is not None
+    assert ctx.records[0]["http_status"] == 404 and ctx.records[0]["infra_failure"] is None
+
+
+def test_a_model_endpoint_failure_stops_every_chain_but_a_plain_model_error_does_not(setup):
+    make, _, _ = setup
+    agent, ctx, root, _ = make(lambda request: Completion(error="gave up after 3 attempts",
+                                                          error_kind="model_endpoint"))
+    result = run_cot(agent, ctx, root, pass_at=3, max_step=12)
+    assert len(result.roots) == 1 and ctx.budget.query_count == 1
+    assert ctx.infra_failure.kind == "model_endpoint" and ctx.records[0]["infra_failure"] == "model_endpoint"
+    agent, ctx, root, _ = make(lambda request: Completion(error="the model said something odd"))
+    result = run_cot(agent, ctx, root, pass_at=3, max_step=12)
+    assert len(result.roots) == 3 and ctx.infra_failure is None  # upstream: a pruned Thought, next chain

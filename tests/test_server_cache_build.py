@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from runners.cli import main as tba
+from toolbench_adapter.errors import InputError
 from toolbench_adapter.protocol import env as E
 from toolbench_adapter.queries import Query
 from toolbench_adapter.server.cache_build import build_cache, identify
@@ -134,10 +135,55 @@ def test_two_runs_that_disagree_count_a_conflict_and_keep_the_first(stb, tmp_pat
 
 
 def test_unknown_queries_and_names_are_counted_not_fatal(stb, tmp_path):
-    write(tmp_path / "run", "99_CoT@1.json", cot_answer())  # no query 99
+    write(tmp_path / "run", "5_CoT@1.json", cot_answer())
+    write(tmp_path / "run", "99_CoT@1.json", cot_answer())  # no query 99, and the file holds no query text
     (tmp_path / "run" / "G1_instruction" / "notes.json").write_text("{}")
     report = build_cache([tmp_path / "run"], stb, tmp_path / "cache")
-    assert report.skipped_files == {"query_not_found": 1, "not_an_answer_file_name": 1} and report.entries == 0
+    assert report.skipped_files == {"query_not_found": 1, "not_an_answer_file": 1} and report.entries == 3
+    assert {Path(r["path"]).name: r["reason"] for r in report.refused} == {
+        "99_CoT@1.json": "query_not_found", "notes.json": "not_an_answer_file"}
+
+
+def test_no_usable_file_is_an_input_error_listing_each_reason_and_writes_nothing(stb, tmp_path):
+    write(tmp_path / "run", "99_CoT@1.json", cot_answer())
+    (tmp_path / "run" / "G1_instruction" / "notes.json").write_text("{}")
+    (tmp_path / "run" / "G1_instruction" / "7_CoT@1.json").write_text('{"cut": ')
+    with pytest.raises(InputError) as caught:
+        build_cache([tmp_path / "run"], stb, tmp_path / "cache")
+    message = str(caught.value)
+    assert "99_CoT@1.json: query_not_found" in message and "notes.json: not_an_answer_file" in message
+    assert "7_CoT@1.json: not_json" in message
+    assert not (tmp_path / "cache").exists()
+
+
+def toolbench_answer(functions: list, name: str = "now_for_sky_tool") -> dict:
+    """A ToolBench answer: its query and function list inside, a query id no query set holds."""
+    chain = [node("Action", name), node("Action Input", '{"city": "Oslo"}', obs("cold"), 0)]
+    return {"win": False, "trys": [{"chain": chain}], "compare_candidates": [],
+            "answer_generation": {"query": "weather in Oslo?", "function": functions, "valid_data": False,
+                                  "final_answer": "", "train_messages": []}}
+
+
+def test_a_toolbench_file_in_any_layout_is_keyed_under_its_own_category(stb, tmp_path):
+    """No category in ToolBench answers: the file's calls go under answer_{digest of the file}, which is what
+    the replay's routes use too (same file, same key)."""
+    from toolbench_adapter.answers.read import read_recorded
+    from toolbench_adapter.answers.recorded_query import QueryResolver, recording_category
+
+    path = tmp_path / "out" / "A_G2_instruction_toolllama-2" / "x_G2_instruction_toolllama-2_81506_CoT@1.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(toolbench_answer(FUNCTIONS)))
+    report = build_cache([tmp_path / "out"], stb, tmp_path / "cache")
+    category = recording_category(path)
+    stored = tmp_path / "cache" / category / f"sky_tool_for_{category}" / "now.json"
+    assert json.loads(stored.read_text()) == {"{'city': 'Oslo'}": {"error": "", "response": "cold"}}
+    assert report.answer_files == 1 and report.entries == 1
+    resolved = QueryResolver(stb).resolve(read_recorded(path))
+    toolset = build_toolset(resolved.query)
+    assert resolved.source == "answer_file" and resolved.query.query_id == 81506
+    assert toolset.functions == FUNCTIONS  # sent verbatim
+    route = toolset.routes["now_for_sky_tool"]
+    assert (route.category, route.tool_name, route.api_name) == (category, "sky_tool", "now")
 
 
 def test_identify():
@@ -152,3 +198,26 @@ def test_cli_build_and_bad_input(stb, tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["entries"] == 3  # two exact answers and one rebuilt from a cut observation
     assert tba(["cache", "build", "--answers", str(tmp_path / "missing"), "--out", str(tmp_path / "c2")]) == 2
     assert "answer folder or file not found" in capsys.readouterr().err
+    (tmp_path / "junk").mkdir()
+    (tmp_path / "junk" / "3_CoT@1.json").write_text("[]")
+    assert tba(["cache", "build", "--answers", str(tmp_path / "junk"), "--out", str(tmp_path / "c3")]) == 2
+    assert "3_CoT@1.json: not_an_answer_file" in capsys.readouterr().err and not (tmp_path / "c3").exists()
+
+
+@pytest.mark.parametrize("blocked", ["file-in-the-way", "folder-at-a-file-name", "proc"])
+def test_cli_build_into_an_unwritable_place_is_exit_2_naming_it(stb, tmp_path, capsys, blocked):
+    write(tmp_path / "run", "5_CoT@1.json", cot_answer())
+    out = tmp_path / "cache"
+    if blocked == "file-in-the-way":
+        (tmp_path / "blocker").write_text("a file")
+        out = tmp_path / "blocker" / "cache"
+    elif blocked == "folder-at-a-file-name":  # found only when writing: still exit 2, not a traceback
+        (out / "Weather" / "sky_tool_for_Weather" / "now.json").mkdir(parents=True)
+    else:  # read-only (chmod does not stop root; /proc does)
+        out = Path("/proc/self/tba-cache")
+    assert tba(["cache", "build", "--answers", str(tmp_path / "run"), "--stb-root", str(stb), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert ("cannot write" in err or "a folder has the name" in err) and "fix:" in err and "Traceback" not in err
+    assert str(out) in err or "now.json" in err
+    if blocked == "folder-at-a-file-name":  # refused before the first write: no other cache file was made
+        assert sorted(p.name for p in out.rglob("*.json")) == ["now.json"]

@@ -238,3 +238,38 @@ def test_stats_and_health(served):
     assert stats["by_source"]["cache_simulated"]["p50_ms"] >= 0
     health = requests.get(served.url + "/health", timeout=5).json()
     assert health["simulator"] == "schema" and health["catalog_apis"] == 2
+
+
+# ---------------------------------------------------------------- deep nesting and reserved names
+
+DEEP = 100_000
+
+
+@pytest.mark.parametrize("body", [
+    b"[" * DEEP + b"]" * DEEP,  # the body itself
+    json.dumps({**ROUTE, "tool_input": "[" * DEEP + "]" * DEEP}).encode(),  # a tool_input string holding it
+    json.dumps({**ROUTE, "tool_input": '{"a": ' * DEEP + "1" + "}" * DEEP}).encode(),
+], ids=["body", "tool_input-list", "tool_input-object"])
+def test_deeply_nested_json_is_a_4xx_not_a_500(served, body):
+    response = raw_post(served, body)
+    assert 400 <= response.status_code < 500, response.text[:200]
+    assert "nested too deeply" in response.json()["error"]
+    assert requests.get(served.url + "/health", timeout=5).json()["status"] == "ok"  # still serving
+
+
+@pytest.mark.parametrize("names", [
+    {"category": "."}, {"category": "_simulated"}, {"category": "_Simulated"}, {"category": ".hidden"},
+    {"tool_name": "."}, {"tool_name": "_"}, {"api_name": "."}, {"category": "a\nb"}, {"category": ""},
+    {"category": ".."}, {"tool_name": "a/b"},
+])
+def test_names_outside_the_cache_layout_are_refused(tmp_path, names):
+    cache = tmp_path / "cache"
+    server = build_virtual_server(ServerConfig(cache_dir=cache))  # no catalog: any name reaches the simulator
+    with EmbeddedServer(create_app(server)) as running:
+        response = post(running, '{"query": "x"}', **names)
+        assert 400 <= response.status_code < 500 and response.json()["response"] == ""
+        assert post(running, '{"query": "x"}').status_code == 200  # an ordinary name is still served
+    files = sorted(p.relative_to(cache).parts for p in cache.rglob("*") if p.is_file())
+    # only {category}/{tool}_for_{category}/{api}.json and its _simulated/ mirror
+    assert files == [("Jobs", "usa_jobs_for_it_for_Jobs", "search_jobs.json"),
+                     ("_simulated", "Jobs", "usa_jobs_for_it_for_Jobs", "search_jobs.json")]

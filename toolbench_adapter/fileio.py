@@ -1,34 +1,130 @@
 """Atomic file writes: a temp file in the same folder, then a rename, so a reader (or a resumed run)
-never sees half a file, and a crash leaves the old file or none."""
+never sees half a file, and a crash leaves the old file or none.
+
+Files get the mode a plain ``open(path, "w")`` would give (0666 less the umask), not mkstemp's 0600.
+A place that cannot be written (a file in the way of a folder, a read-only folder) raises
+``OutputPathError``, an InputError (exit 2) naming the path and the fix, never a bare OSError."""
 
 from __future__ import annotations
 
 import json
 import os
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
+
+from .errors import InputError
+
+_UMASK_LOCK = threading.Lock()
+
+
+class OutputPathError(InputError, OSError):
+    """An output path that cannot be written; the CLI maps it to exit status 2 like any InputError. Also an
+    OSError, so code that already tolerates a failed write (``except OSError``) keeps doing so."""
+
+
+def output_path_error(path: str | Path, exc: OSError) -> OutputPathError:
+    """The OutputPathError for an OSError met while creating or replacing ``path``."""
+    reason = exc.strerror or type(exc).__name__
+    blocker = Path(exc.filename) if getattr(exc, "filename", None) else Path(path)
+    if isinstance(exc, (NotADirectoryError, FileExistsError)) or (blocker.exists() and not blocker.is_dir()
+                                                                  and blocker != Path(path)):
+        fix = f"a file is in the way of a folder ({_in_the_way(Path(path))}): move it or choose another output path"
+    elif isinstance(exc, IsADirectoryError):
+        fix = "a folder has the name the output file needs: remove it or choose another output path"
+    else:
+        fix = "choose an output path you can write (check the folder's permissions and free space)"
+    return OutputPathError(f"cannot write here ({reason})", path=path, fix=fix)
+
+
+def _in_the_way(path: Path) -> Path:
+    """The first existing non-folder among the path's parents (what blocks mkdir), else the path."""
+    for parent in reversed(path.parents):
+        if parent.exists() and not parent.is_dir():
+            return parent
+    return path
+
+
+def current_umask() -> int:
+    """The process umask, read without changing it where /proc allows (threads write files concurrently)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    with _UMASK_LOCK:  # no /proc: set and restore (the lock keeps our own writers from racing)
+        mask = os.umask(0o022)
+        os.umask(mask)
+    return mask
+
+
+def check_writable(folder: str | Path) -> Path:
+    """Preflight for a command that will write under ``folder``, before any work is spent: no file stands
+    in the way of it or of a parent, and a file can be created in its nearest existing ancestor. Creates
+    nothing that stays (a probe file is made and removed). Raises OutputPathError otherwise."""
+    folder = Path(folder)
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise output_path_error(folder, NotADirectoryError(20, "Not a directory", str(existing)))
+    try:
+        fd, probe = tempfile.mkstemp(dir=existing, prefix=".tba-write-check.", suffix=".tmp")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise output_path_error(folder, exc) from None
+    return folder
+
+
+def check_output_file(path: str | Path) -> Path:
+    """Preflight for one output file: its folder can be written and no folder sits at its name."""
+    path = Path(path)
+    if path.is_dir():
+        raise OutputPathError("cannot write a file here: it is a folder", path=path,
+                              fix="name a file (e.g. add /out.json), or remove the folder")
+    check_writable(path.parent)
+    return path
 
 
 def write_bytes_atomic(path: str | Path, data: bytes, fsync: bool = False) -> Path:
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise output_path_error(path, exc) from None
     try:
         with os.fdopen(fd, "wb") as handle:
+            os.fchmod(handle.fileno(), 0o666 & ~current_umask())  # mkstemp's 0600 -> what open() would give
             handle.write(data)
             if fsync:  # answer files: survive a power cut, not only a killed process
                 handle.flush()
                 os.fsync(handle.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise output_path_error(path, exc) from None
         raise
     return path
 
 
+def utf8_safe(text: str) -> str:
+    """``text`` with lone surrogates (which UTF-8 cannot encode) written as ``\\udXXX`` escapes: inside a
+    JSON string that is the JSON escape of the same character, so JSON stays valid and round-trips."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", errors="backslashreplace").decode("utf-8")
+    return text
+
+
 def write_text_atomic(path: str | Path, text: str, fsync: bool = False) -> Path:
-    return write_bytes_atomic(path, text.encode("utf-8"), fsync=fsync)
+    return write_bytes_atomic(path, utf8_safe(text).encode("utf-8"), fsync=fsync)
 
 
 def write_json_atomic(path: str | Path, data: Any, indent: int | None = 2, fsync: bool = False,
@@ -38,8 +134,6 @@ def write_json_atomic(path: str | Path, data: Any, indent: int | None = 2, fsync
 
 def read_json(path: str | Path, what: str = "file") -> Any:
     """JSON from a file, or an InputError naming the file and where the JSON broke."""
-    from .errors import InputError
-
     try:
         with open(path, encoding="utf-8") as handle:
             return json.load(handle)

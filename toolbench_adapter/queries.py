@@ -49,6 +49,8 @@ class Query:
     api_list: list[dict]
     relevant_apis: list = field(default_factory=list)
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
+    # a function list recorded in an answer file, sent verbatim (routes: api_list entries naming function_name)
+    functions: list[dict] | None = field(default=None, repr=False)
 
 
 def resolve_root(root: str | Path | None) -> Path:
@@ -151,6 +153,7 @@ class QuerySet:
 
 REQUIRED_QUERY_FIELDS = ("query", "query_id", "api_list")
 REQUIRED_API_FIELDS = ("category_name", "tool_name", "api_name")
+RECORDED_FUNCTIONS = "recorded_functions"  # query-file key of a verbatim function list (queries from answer files)
 
 
 def _to_query(item: Any, group: str, path: Path, index: int) -> Query:
@@ -161,7 +164,12 @@ def _to_query(item: Any, group: str, path: Path, index: int) -> Query:
         if name not in item:
             raise InputError(f"query is missing {name!r}", path=path, field=where,
                              fix=f"every query needs {', '.join(REQUIRED_QUERY_FIELDS)}")
-    if not isinstance(item["api_list"], list) or not item["api_list"]:
+    recorded = item.get(RECORDED_FUNCTIONS)
+    if recorded is not None and not isinstance(recorded, list):
+        raise InputError(f"{RECORDED_FUNCTIONS} must be a list of functions", path=path,
+                         field=f"{where}.{RECORDED_FUNCTIONS}")
+    # a recorded function list may hold Finish alone (a query whose tools were all removed)
+    if not isinstance(item["api_list"], list) or (not item["api_list"] and recorded is None):
         raise InputError("api_list must be a non-empty list", path=path, field=f"{where}.api_list")
     for api_index, api in enumerate(item["api_list"]):
         missing = [n for n in REQUIRED_API_FIELDS if not isinstance(api, dict) or n not in api]
@@ -173,4 +181,15 @@ def _to_query(item: Any, group: str, path: Path, index: int) -> Query:
     except (TypeError, ValueError):
         raise InputError("query_id must be an integer", path=path, field=f"{where}.query_id") from None
     return Query(query_id=query_id, group=group, query=str(item["query"]), api_list=item["api_list"],
-                 relevant_apis=item.get("relevant APIs", []), raw=item)
+                 relevant_apis=item.get("relevant APIs", []), raw=item, functions=recorded)
+
+
+def load_query_file(path: str | Path, group: str = "") -> list[Query]:
+    """A ToolBench-style query file (a JSON list of ``{query, query_id, api_list}``, e.g. ToolBench's
+    ``G1_query.json``), every query kept (no test-id filter)."""
+    path = Path(path)
+    data = _read_json(path, "query file")
+    if not isinstance(data, list):
+        raise InputError("query file must be a JSON list of query objects", path=path,
+                         fix="pass a file like ToolBench's data/instruction/G1_query.json")
+    return [_to_query(item, group, path, index) for index, item in enumerate(data)]

@@ -113,6 +113,8 @@ def build_toolset(query: Query, flavour: str = "legacy", compat: Compat = STB,
     if flavour not in FLAVOURS:
         raise InputError(f"unknown flavour {flavour!r}", field="flavour", fix=f"choose one of {', '.join(FLAVOURS)}")
     env = ToolEnvironment.resolve(tool_root)
+    if query.functions is not None:
+        return _recorded_toolset(query, env)
     functions: list[dict] = []
     routes: dict[str, Route] = {}
     descriptions: dict[str, str | None] = {}
@@ -127,6 +129,23 @@ def build_toolset(query: Query, flavour: str = "legacy", compat: Compat = STB,
             descriptions[tool] = env.tool_description(api["category_name"], tool) if env else None
     functions.append(finish_function(flavour))
     return Toolset(query=query, flavour=flavour, functions=functions, routes=routes,
+                   tool_descriptions=descriptions)
+
+
+def _recorded_toolset(query: Query, env: ToolEnvironment | None) -> Toolset:
+    """A function list recorded in an answer file, sent verbatim (whatever the flavour asked: the recording
+    decides); routes from the api_list entries that name their ``function_name``."""
+    routes: dict[str, Route] = {}
+    descriptions: dict[str, str | None] = {}
+    for api in query.api_list:
+        if "function_name" not in api:
+            continue
+        routes[api["function_name"]] = Route(category=api["category_name"], tool_name=api["tool_name"],
+                                             api_name=api["api_name"])
+        if api["tool_name"] not in descriptions:
+            descriptions[api["tool_name"]] = env.tool_description(api["category_name"], api["tool_name"]) if env else None
+    flavour = "current" if any("function" in f for f in query.functions) else "legacy"
+    return Toolset(query=query, flavour=flavour, functions=copy.deepcopy(query.functions), routes=routes,
                    tool_descriptions=descriptions)
 
 

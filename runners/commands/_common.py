@@ -52,8 +52,7 @@ def add_judge_flags(parser: argparse.ArgumentParser, *, evaluator_help: str, pre
 
     parser.add_argument("--judge-backend", default="openai",
                         help=f"chat client factory (registered: {', '.join(CHAT_CLIENTS.names())})")
-    parser.add_argument("--judge-url", default=os.environ.get("TBA_JUDGE_URL"),
-                        help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1 (default: $TBA_JUDGE_URL)")
+    add_judge_url(parser)
     parser.add_argument("--judge-model", default=os.environ.get("TBA_JUDGE_MODEL", "gpt-4o-mini"),
                         help="judge model name (default: $TBA_JUDGE_MODEL or gpt-4o-mini)")
     parser.add_argument("--judge-api-key", default=None, help="API key (default: $OPENAI_API_KEY)")
@@ -72,9 +71,24 @@ def add_judge_flags(parser: argparse.ArgumentParser, *, evaluator_help: str, pre
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
+def add_judge_url(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--judge-url", action="append", default=None, metavar="URL",
+                        help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1; repeat it for several "
+                        "endpoints serving the same judge (requests go to the least busy one). Default: "
+                        "$TBA_JUDGE_URL (several: comma-separated)")
+
+
+def judge_urls(args: argparse.Namespace) -> list[str] | None:
+    """--judge-url as given (one or several), else $TBA_JUDGE_URL split at commas, else None."""
+    if args.judge_url:
+        return list(args.judge_url)
+    from_env = [url.strip() for url in os.environ.get("TBA_JUDGE_URL", "").split(",") if url.strip()]
+    return from_env or None
+
+
 def judge_client_from_args(args: argparse.Namespace):
     from toolbench_adapter.evaluation.chat import build_chat_client
 
     options = {"accepts_prefill": True} if args.judge_prefill and args.judge_backend == "openai" else {}
-    return build_chat_client(args.judge_backend, model=args.judge_model, base_url=args.judge_url,
+    return build_chat_client(args.judge_backend, model=args.judge_model, base_url=judge_urls(args),
                              api_key=args.judge_api_key, **options)

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 HELP = """\
 Turn answer files (released StableToolBench answers or ours; CoT and DFS; old function_call and new
 tool_calls messages) into a cache in StableToolBench's layout, so the run replays against `tba serve`.
-Only observations that replay byte for byte are cached. Observations stored cut at 1024 characters are
+Queries not in StableToolBench's set are read from --queries or from the answer file itself (its query and
+function list); such a query has no category, so its calls are keyed under answer_{digest of the file}, the
+same key `tba replay` uses. Only observations that replay byte for byte are cached. Observations stored cut at 1024 characters are
 rebuilt (open strings and brackets closed) when cutting the rebuilt answer again gives the same bytes; they
 are exact at the default --max-observation-length only, and counted as reconstructed_truncated. Finish,
 status-1 calls and client-made errors are skipped and counted. Build one cache per run: two runs
-that recorded different answers for the same call conflict (the first read wins; the count is printed)."""
+that recorded different answers for the same call conflict (the first read wins; the count is printed).
+Exits 2, writing nothing, when no file could be used, with each file's reason."""
 
 
 def register(subparsers) -> None:
@@ -22,8 +26,13 @@ def register(subparsers) -> None:
     sub.required = True
     build = sub.add_parser("build", help="answer files -> cache", description=HELP,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
-    build.add_argument("--answers", nargs="+", required=True, metavar="DIR",
-                       help="answer folders ({group}/{query_id}_{method}.json below them) or files")
+    build.add_argument("--answers", nargs="+", required=True, metavar="FILE_OR_DIR",
+                       help="answer files or folders (every *.json below them), in any layout: the query id and "
+                       "method come from the file name ({query_id}_{method}.json, ..._81506_CoT@1.json), the group "
+                       "from a folder or name that contains one")
+    build.add_argument("--queries", default=None, metavar="FILE",
+                       help="ToolBench-style query file (a JSON list of {query, query_id, api_list}) for answers "
+                       "whose query is not in StableToolBench's set")
     build.add_argument("--stb-root", default=None, metavar="DIR",
                        help="StableToolBench checkout (solvable_queries/) to find each answer's query. Default: "
                        "$TBA_STB_ROOT, else the sample set in data/")
@@ -33,8 +42,14 @@ def register(subparsers) -> None:
 
 
 def run_build(args: argparse.Namespace) -> int:
+    from toolbench_adapter.fileio import check_writable
     from toolbench_adapter.server.cache_build import build_cache
 
-    report = build_cache(args.answers, args.stb_root, args.out)
-    print(json.dumps(report.as_dict(), indent=2))
+    check_writable(args.out)  # an unwritable --out is exit 2 before the answers are read
+    report = build_cache(args.answers, args.stb_root, args.out, queries_file=args.queries)
+    summary = report.as_dict()
+    refused = summary.pop("refused_files")
+    print(json.dumps(summary, indent=2))
+    for item in refused:  # files that were not used, each with its reason
+        print(f"refused {item['path']}: {item['reason']}: {item['message']}", file=sys.stderr)
     return 0

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from toolbench_adapter.answers.convert import ORDERS, convert_folder, write_json_atomic
+from toolbench_adapter.answers.convert import ORDERS, convert_folder, methods_found, write_json_atomic
+from toolbench_adapter.errors import InputError
+from toolbench_adapter.fileio import check_output_file
 
 HELP = """\
 Convert the raw answer files of one group folder ({qid}_{method}.json, both message styles) into the
@@ -17,8 +19,10 @@ upstream read files in os.listdir order, recorded by the key order of its output
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("convert", help="raw answer files -> converted answer file", description=HELP,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--answers", required=True, metavar="DIR",
-                        help="folder of one group's raw answers, e.g. results/run1/G1_instruction")
+    parser.add_argument("--answers", required=True, nargs="+", metavar="FILE_OR_DIR",
+                        help="folder of one group's raw answers, e.g. results/run1/G1_instruction (a folder with no "
+                        "*.json of its own: every *.json below it), or answer files; query ids come from the file "
+                        "or its name, and two files with one id are an error")
     parser.add_argument("--method", required=True,
                         help="substring that selects files (e.g. CoT@1, DFS_woFilter_w2); also picks the "
                         "fallback for invalid answers (CoT or DFS) and is written as answer.method")
@@ -34,8 +38,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_output_file(args.out)  # before any work: an unwritable --out is exit 2, not a traceback
     converted = convert_folder(args.answers, args.method, order=args.order, order_from=args.order_from,
                                seed=args.seed)
+    if not converted:  # never write an empty converted file: the judge would score nothing, silently
+        found = methods_found(args.answers)
+        raise InputError(f"no answer file name contains {args.method!r}", path=", ".join(args.answers),
+                         field="--method",
+                         fix=f"methods found in the folder: {', '.join(found)}" if found
+                         else "the folder holds no .json answer files: pass a group folder of a run")
     write_json_atomic(converted, args.out, indent=args.indent)
     invalid = sum(1 for item in converted.values() if not item["answer"]["final_answer"])
     print(f"converted {len(converted)} answers ({invalid} with an empty final answer) -> {args.out}")

@@ -24,6 +24,7 @@ def register(subparsers) -> None:
 def run(args) -> int:
     from pathlib import Path
 
+    from toolbench_adapter.fileio import utf8_safe
     from toolbench_adapter.parsers import get_parser
     from toolbench_adapter.parsers.corpus import read_jsonl
 
@@ -40,6 +41,6 @@ def run(args) -> int:
     else:
         turns = [parser.parse_message(o.message) if o.message is not None and hasattr(parser, "parse_message")
                  else parser.parse(o.text) for o in outputs]
-    for turn in turns:
-        sys.stdout.write(json.dumps(turn.to_json(), ensure_ascii=False) + "\n")
+    for turn in turns:  # a lone surrogate in an output is written as its JSON escape (utf8_safe)
+        sys.stdout.write(utf8_safe(json.dumps(turn.to_json(), ensure_ascii=False)) + "\n")
     return 0

@@ -1,49 +1,111 @@
-"""tba reproduce: recompute SoPR / SoWR from StableToolBench's released label files and print them."""
+"""tba reproduce: recompute SoPR / SoWR from released label files, beside the published tables."""
 
 from __future__ import annotations
 
 import argparse
 import os
-from pathlib import Path
 
 from toolbench_adapter.errors import InputError
-from toolbench_adapter.evaluation.reproduce import report_text, reproduce
+from toolbench_adapter.evaluation import published
+from toolbench_adapter.evaluation.labelsets import LAYOUTS
+from toolbench_adapter.evaluation.reproduce import (
+    compare_published,
+    default_test_ids,
+    parse_matches,
+    published_text,
+    report_text,
+    reproduce_example,
+    reproduce_labels,
+)
 from toolbench_adapter.evaluation.results import write_score_file
 from toolbench_adapter.report.tables import build_leaderboards, to_markdown
 
-HELP = """\
-Recompute the pass rate (SoPR) and win rate (SoWR) from the label files that StableToolBench released under
-data_example/pass_rate_results (upstream JSON and tab-separated CSV with dict-strings) and
-data_example/preference_results, and print them. SoPR is shown as upstream computes it (denominator =
-answered queries) and strict (denominator = the test-id set; missing answers Unsolved); SoWR as upstream
-(ties count 0) and corrected (ties count half)."""
+HELP = f"""\
+Recompute the pass rate (SoPR) and win rate (SoWR) from released label files and print them as leaderboards:
+the six groups, the Average (mean of the six) and I1 / I2 / I3 (means of the G1 groups, the G2 groups, and
+G3_instruction). SoPR in both denominators: upstream (answered queries) and strict (the whole test-id set,
+missing answers Unsolved; each strict cell says "n of N test ids"). SoWR as upstream (ties count 0) and
+corrected (ties count half). A score over one judge repeat prints no ±.
+
+Without --labels: StableToolBench's released example (data_example/ of --stb-root), 3 queries of
+G1_instruction. --labels DIR...: any label set, laid out as
+  {LAYOUTS[0]}
+  {LAYOUTS[1]}
+  {LAYOUTS[2]}
+
+--published FILE|stb|toolbench|all: a published table (Markdown or CSV; rows = models, columns = groups and
+Average, cells mean±std) compared cell by cell: published, reproduced, difference, and exact / within
+rounding (at most one unit of the last printed digit) / differs, with "K of M published cells reproduced
+exactly". stb = StableToolBench's README tables (GPT-based cache SoPR/SoWR, MirrorAPI-Cache SoPR/FAC,
+legacy ToolLLaMA rows), toolbench = ToolBench's leaderboard CSVs; both ship with the project with the file
+and commit they come from. Every published Average is checked against its own six cells.
+--check-only: only that Average check, no labels needed."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("reproduce", help="recompute SoPR/SoWR from released label files",
+    parser = subparsers.add_parser("reproduce", help="recompute SoPR/SoWR from released labels, beside published tables",
                                    description=HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--labels", nargs="+", default=None, metavar="DIR",
+                        help="label folders or files (default: the released example of --stb-root)")
     parser.add_argument("--stb-root", default=None, metavar="DIR",
-                        help="StableToolBench checkout holding data_example/ (default: $TBA_STB_ROOT)")
+                        help="StableToolBench checkout: data_example/ and the test ids (default: $TBA_STB_ROOT)")
     parser.add_argument("--test-ids", default=None, metavar="DIR",
-                        help="test-id folder for strict SoPR (default: solvable_queries_example/test_query_ids "
-                        "of the checkout, else solvable_queries/test_query_ids)")
+                        help="test-id folder ({group}.json) for the strict SoPR (default: the checkout's "
+                        "solvable_queries_example/test_query_ids for the example, solvable_queries/test_query_ids "
+                        "for --labels)")
+    parser.add_argument("--evaluate-times", type=int, default=None,
+                        help="repeats to score (default: the highest repeat index in the labels + 1)")
+    parser.add_argument("--published", action="append", default=[], metavar="FILE|stb|toolbench|all",
+                        help="published table(s) to compare with (repeatable)")
+    parser.add_argument("--published-metric", choices=["SoPR", "SoWR", "FAC"], default=None,
+                        help="metric of a published FILE (default: SoPR when its cells carry ±, else SoWR)")
+    parser.add_argument("--match", action="append", default=[], metavar="'PUBLISHED ROW=MODEL'",
+                        help="pair a published row with a reproduced model (default: equal names up to case "
+                        "and punctuation; the released example pairs GPT-3.5-Turbo-0613 CoT/DFS)")
+    parser.add_argument("--check-only", action="store_true",
+                        help="only check each published Average against its own cells (needs --published)")
     parser.add_argument("--leaderboard", action="store_true",
-                        help="also print the reproduced rows as leaderboard tables (Markdown)")
+                        help="also print the rows in `tba table`'s layout")
     parser.add_argument("--out", default=None, metavar="FILE", help="also write the rows as a score file")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    tables = [t for spec in args.published for t in published.load_published(spec, args.published_metric)]
+    if args.check_only:
+        if not tables:
+            raise InputError("--check-only checks published tables", field="--published",
+                             fix="add --published stb (or a Markdown / CSV file)")
+        print(published.averages_text(tables), end="")
+        return 0
     root = args.stb_root or os.environ.get("TBA_STB_ROOT")
-    if not root:
-        raise InputError("no StableToolBench checkout given", fix="pass --stb-root DIR or set TBA_STB_ROOT")
-    result = reproduce(Path(root), args.test_ids)
+    if args.labels:
+        ids = args.test_ids or default_test_ids(root)
+        result = reproduce_labels(args.labels, ids, evaluate_times=args.evaluate_times)
+    else:
+        if not root:
+            raise InputError("no StableToolBench checkout given (the released example lives in its data_example/)",
+                             fix="pass --stb-root DIR or set TBA_STB_ROOT, or --labels DIR for another label set")
+        result = reproduce_example(root, args.test_ids)
+    if not result.rows:
+        raise InputError("the label files hold no labels", path=", ".join(map(str, result.sources)))
+    comparisons = compare_published(result, tables, parse_matches(args.match)) if tables else []
+    if tables and not any(cell.line is not None for c in comparisons for cell in c.cells):
+        models = sorted({line.model for board in result.boards() for line in board.lines})
+        raise InputError("no published row matches a reproduced model, so nothing would be compared",
+                         field="--match", fix=f"pair them, e.g. --match '{tables[0].rows[0].name}={models[0]}' "
+                         f"(reproduced models: {', '.join(models)})")
     print(report_text(result), end="")
+    if tables:
+        print()
+        print(published_text(comparisons), end="")
+        print()
+        print(published.averages_text(tables, only_flagged=True), end="")
     if args.leaderboard:
-        for board in build_leaderboards(result.json_rows):
+        for board in build_leaderboards(result.rows):
             print()
             print(to_markdown(board), end="")
     if args.out:
-        write_score_file(args.out, result.json_rows)
+        write_score_file(args.out, result.rows)
         print(f"\nscore file: {args.out}")
     return 0

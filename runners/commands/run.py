@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import shlex
 from dataclasses import fields
 
 from toolbench_adapter.errors import InputError
+from toolbench_adapter.fileio import check_writable
 
 from ..config import RunConfig, load_yaml
 from ._common import parse_options
@@ -18,12 +20,43 @@ examples:
   tba run --config run.yaml --concurrency 8                          # flags override the file
 
 A run folder results/runs/NAME holds {group}/{query_id}_{method}.json (upstream raw answer format),
-manifest.json, steps.jsonl (one line per environment step: parse error kind, JSON rung, status code),
-queries.jsonl (tokens, latency per query) and errors.jsonl. Re-running the same command resumes: finished
-queries are skipped. Interrupting loses at most the queries in flight.
+manifest.json, steps.jsonl (one line per environment step: parse error kind, JSON rung, status code, and
+for tool calls the reply kind, HTTP status, attempts and latency), queries.jsonl (outcome, tokens, latency
+per query), errors.jsonl and failed/. Re-running the same command resumes: finished queries are skipped.
+Interrupting loses at most the queries in flight.
+
+Each query ends either finished (the model's own success or failure; its answer file is written) or as an
+infrastructure failure: model_endpoint (the model endpoint gave up after its retries), tool_server (a tool
+call's reply was a timeout, reset, 5xx, cut or non-JSON body after the client's retries), replay_gap (the
+replay backend had no recorded turn) or harness_error (a Python exception). An infrastructure failure
+stops that query at once, writes no answer file (its partial tree goes to failed/{group}/, a line to
+errors.jsonl), and is redone by re-running the same command.
+
+The summary at the end counts, over the whole run folder:
+  finished  queries that ran to their end (the model's success or failure)
+  valid     finished queries whose answer file upstream's converter keeps (valid_data: a final answer, or
+            for DFSDT a give-up chosen as upstream does)
+  answered  valid queries whose final answer is a give_answer (upstream's pass-rate denominator)
+  win       queries whose search reached Finish with give_answer (upstream's "win" flag: not a judged
+            pass; tba evaluate RUN judges them)
+--json prints the same totals as one JSON object instead.
+
+Exit status: 0 every query finished; 2 bad input (nothing run); 3 the run folder holds infrastructure
+failures (re-run the same command to redo them); 1 an unexpected error.
+
+The backend brings its natural dialect when --dialect is not given (scripted: openai-tools); a parser
+that cannot read what the backend answers (native tool calls vs text) is refused with exit 2, and so is a
+dialect the backend cannot take (chat messages to openai-completions, a text prompt to openai-chat, native
+tools to hf).
 
 Rate limits are per endpoint and shared by all threads: --backend-option rate_per_s=N for the model
-endpoint (openai-completions, openai-chat), --server-rate N for the tool server."""
+endpoint (openai-completions, openai-chat), --server-rate N for the tool server.
+
+Several endpoints per role: repeat --base-url (e.g. vLLM data-parallel replicas of one model) or --server;
+each request goes to the endpoint with the fewest in flight, one that fails at the transport level is taken
+out for a while and its request sent to another, and the manifest counts what each endpoint served and how
+each failed (sessions[-1].endpoints). --executor ray runs the queries on Ray worker processes (a cluster
+at --ray-address, or a local one): the same files, the driver keeps the progress bar, manifest and resume."""
 
 
 def register(subparsers) -> None:
@@ -43,26 +76,42 @@ def register(subparsers) -> None:
     p.add_argument("--max-query-count", type=int, help="DFSDT model-call cap (default 200)")
     p.add_argument("--backend", help="openai-completions, openai-chat, hf, replay or scripted (default: hf)")
     p.add_argument("--model", help="model name (served name, or a local folder for hf)")
-    p.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
+    p.add_argument("--base-url", action="append", metavar="URL",
+                   help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1; repeat it for several endpoints "
+                   "serving the same model (requests go to the least busy one)")
     p.add_argument("--api-key", help="API key for the endpoint (default: none)")
     p.add_argument("--backend-option", action="append", default=[], metavar="KEY=VALUE",
                    help="backend setting, e.g. answers=DIR for replay (repeatable)")
-    p.add_argument("--dialect", help="toolllama, openai-tools, json-object, jsonl or hermes (default: toolllama)")
+    p.add_argument("--dialect", help="toolllama, openai-tools, json-object, jsonl or hermes (default: the "
+                   "backend's natural dialect, else toolllama)")
     p.add_argument("--dialect-option", action="append", default=[], metavar="KEY=VALUE",
                    help="dialect setting, e.g. history=thought, template=chat, prefill='Thought: '")
     p.add_argument("--parser", help="output parser (default: the dialect's; toolllama: react-find)")
+    p.add_argument("--parsers", metavar="P1,P2,...", help="parser fan-out: one run folder per parser under NAME/, "
+                   "model calls shared while trajectories agree (temperature 0 only); see runners/fanout.py")
     p.add_argument("--flavour", choices=("legacy", "current"), help="function format (default: current)")
     p.add_argument("--compat", choices=("stb", "strict"), help="upstream quirks (stb, default) or corrected")
-    p.add_argument("--server", help="tool server /virtual URL, or 'embedded' (default: start one in-process)")
+    p.add_argument("--server", action="append", metavar="URL",
+                   help="tool server /virtual URL (repeat it for several), or 'embedded' (default: start one "
+                   "in-process)")
     p.add_argument("--simulator", help="embedded server: schema (default), llm, mirrorapi or none")
     p.add_argument("--cache-dir", help="embedded server: response cache folder (StableToolBench layout)")
     p.add_argument("--server-rate", type=float, help="tool calls per second across the run (default: unpaced)")
+    p.add_argument("--server-timeout", type=float, help="seconds per tool-server request (default 120)")
+    p.add_argument("--server-attempts", type=int,
+                   help="tries per tool call for timeouts, resets, 5xx and cut bodies (default 3)")
     p.add_argument("--max-tokens", type=int, help="generation budget per turn (default 1024)")
     p.add_argument("--temperature", type=float, help="sampling temperature (default 0)")
     p.add_argument("--concurrency", type=int, help="queries in flight (default 1)")
     p.add_argument("--seed", type=int, help="seed for call ids and fallbacks (default 42)")
     p.add_argument("--shard", help="i/n: run every n-th query starting at the i-th; join with tba merge")
+    p.add_argument("--executor", choices=("threads", "ray"),
+                   help="threads of this process (default) or ray: worker processes of a Ray cluster "
+                   "(pip install -e '.[ray]')")
+    p.add_argument("--ray-address", help="executor ray: the cluster to join, e.g. auto or ray://head:10001 "
+                   "(default: start a local one)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true", help="print the totals as one JSON object, not as lines")
     p.set_defaults(func=run)
 
 
@@ -85,12 +134,48 @@ def run(args) -> int:
     from ..run import Runner
 
     cfg = config_from_args(args)
+    check_writable(cfg.run_dir)  # an unwritable --out-root is exit 2 before any query is spent
+    if getattr(args, "parsers", None):  # the parser fan-out (runners/fanout.py)
+        if cfg.executor != "threads":  # its model calls are shared through one in-process memo
+            raise InputError("the parser fan-out (--parsers) runs on threads only", field="executor",
+                             fix="leave --executor out, or run each parser as its own run")
+        from ..fanout import command
+
+        return command(cfg, args.parsers, progress=not args.quiet)
+    redo = "tba " + shlex.join(getattr(args, "argv", None) or ["run", "--name", cfg.name])
     try:
-        runner = Runner(cfg, progress=not args.quiet)
+        runner = Runner(cfg, progress=not args.quiet, command=redo)
     except (ValueError, TypeError) as exc:
         raise InputError(str(exc), fix="check --dialect-option / --backend-option names and values") from None
     manifest = runner.run()
     totals = manifest["totals"]
-    print(json.dumps({"run": str(cfg.run_dir), **totals}, indent=2))
-    session = manifest["sessions"][-1]
-    return 1 if session.get("failed") else 0
+    if args.json:
+        print(json.dumps({"run": str(cfg.run_dir), **totals, "redo": redo if totals["infra_failures"] else None},
+                         indent=2))
+    else:
+        print("\n".join(summary_lines(manifest, str(cfg.run_dir), redo)))
+    return EXIT_INFRA_FAILURES if totals["infra_failures"] else 0
+
+
+EXIT_INFRA_FAILURES = 3
+
+
+def summary_lines(manifest: dict, run_dir: str, redo: str) -> list[str]:
+    """A few readable lines: what ran, what finished, what failed and why, where the files are, what next."""
+    totals, session = manifest["totals"], manifest["sessions"][-1]
+    lines = [f"run {run_dir}: {totals['queries']} queries ({session.get('ran', 0)} ran now, "
+             f"{session.get('skipped_as_done', 0)} already done) in {session.get('seconds', 0):.1f} s",
+             f"  finished {totals['finished']}: valid {totals['valid']}, answered {totals['answered']}, "
+             f"win {totals['win']} (not judged yet)"]
+    failures = totals["infra_failures"]
+    if failures:
+        kinds = ", ".join(f"{kind} {n}" for kind, n in totals["infra_failures_by_kind"].items())
+        lines += [f"  INFRASTRUCTURE FAILURES {failures} ({kinds}): no answer file written; see "
+                  f"{run_dir}/errors.jsonl and {run_dir}/failed/",
+                  f"  redo them (finished queries are skipped): {redo}"]
+    else:
+        lines.append("  infrastructure failures 0")
+    lines += [f"  files: {run_dir}/{{group}}/{{query_id}}_{{method}}.json, manifest.json, steps.jsonl, queries.jsonl",
+              f"  next: tba evaluate {shlex.quote(run_dir)}" + (" (after the redo, or with --score-anyway)"
+                                                               if failures else "")]
+    return lines

@@ -32,6 +32,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", default="results/tables", metavar="DIR", help="output folder (default results/tables)")
     parser.add_argument("--test-ids", default=None, metavar="DIR", help="test-id folder for strict SoPR of label files")
     parser.add_argument("--no-png", action="store_true", help="skip the bar charts")
+    parser.add_argument("--model-label", action="append", default=[], metavar="LABEL | OLD=NEW",
+                        help="row name: LABEL renames the one model in RESULTS; OLD=NEW renames model OLD "
+                        "(repeatable). Rows are named after the run (tba evaluate) or the label file's model")
     parser.set_defaults(func=run)
 
 
@@ -46,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
             rows.extend(rows_from_labels([item], args.test_ids))
         else:
             raise InputError("no such file or folder", path=item)
+    rows = relabel(rows, args.model_label)
     out = Path(args.out)
     for board in tables.build_leaderboards(rows):
         written = tables.write_leaderboard(board, out, png=not args.no_png)
@@ -61,3 +65,27 @@ def run(args: argparse.Namespace) -> int:
     if not rows and not runs:
         raise InputError("no scores, labels or runs found in RESULTS", fix="see `tba table --help`")
     return 0
+
+
+def relabel(rows: list, labels: list[str]) -> list:
+    """Rows with their model renamed by --model-label (LABEL for a single model, or OLD=NEW pairs)."""
+    if not labels:
+        return rows
+    from dataclasses import replace
+
+    models = list(dict.fromkeys(row.model for row in rows))
+    renames: dict[str, str] = {}
+    for label in labels:
+        old, sep, new = label.partition("=")
+        if not sep:
+            if len(models) != 1 or len(labels) != 1:
+                raise InputError(f"--model-label {label!r} is ambiguous: RESULTS hold the models {models}",
+                                 field="--model-label", fix="write OLD=NEW for each model to rename")
+            old, new = models[0], label
+        if old not in models:
+            raise InputError(f"--model-label {label!r}: no model {old!r} in RESULTS", field="--model-label",
+                             fix=f"choose one of {models}")
+        if not new.strip():
+            raise InputError(f"--model-label {label!r} gives an empty name", field="--model-label")
+        renames[old] = new.strip()
+    return [replace(row, model=renames.get(row.model, row.model)) for row in rows]

@@ -2,7 +2,13 @@
 
 A backend gets a ModelRequest (a rendered text prompt for completion-style dialects, or chat messages
 plus native tools for chat dialects) and returns a Completion. Backends retry 429/5xx themselves and
-never raise for a model-side failure after retries: they return a Completion with ``error`` set.
+never raise for a model-side failure after retries: they return a Completion with ``error`` set, and
+``error_kind`` when the failure is the infrastructure's (the run then records the query as an infrastructure
+failure and writes no answer file, so a rerun redoes it) rather than the model's own.
+
+A backend may declare ``natural_dialect``: the dialect whose parser reads what it answers (scripted: native
+tool calls, "openai-tools"). The runner uses it when --dialect is not given and refuses a parser that cannot
+read those outputs.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ class Completion:
     latency_s: float = 0.0
     finish_reason: str | None = None
     error: str | None = None  # set when the backend gave up after retries
+    error_kind: str | None = None  # MODEL_ENDPOINT or REPLAY_GAP: an infrastructure failure, not the model's
     raw: Any = None
 
     @property
@@ -49,6 +56,18 @@ class Completion:
         if self.tool_calls:
             msg["tool_calls"] = self.tool_calls
         return msg
+
+
+MODEL_ENDPOINT = "model_endpoint"  # the endpoint gave up after its retries, or answered something unusable
+REPLAY_GAP = "replay_gap"  # the replay backend has no recorded turn for the request
+
+
+def natural_dialect(backend: object) -> str | None:
+    """The dialect a backend declares it fits (attribute, property or method), or None."""
+    value = getattr(backend, "natural_dialect", None)
+    if callable(value):
+        value = value()
+    return value or None
 
 
 class Backend(Protocol):

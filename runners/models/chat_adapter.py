@@ -4,14 +4,16 @@
 from __future__ import annotations
 
 from toolbench_adapter.errors import InputError
+from toolbench_adapter.evaluation.chat import ChatError
 
 from .base import ModelRequest
 
 DEFAULT_MAX_TOKENS = 1024
 
 
-class BackendChatError(RuntimeError):
-    """The backend gave up (after its own retries); the judge records it as a judge error."""
+class BackendChatError(ChatError):
+    """The backend gave up (after its own retries); the judge records it as a judge error (it catches
+    ChatError)."""
 
 
 def describe(backend) -> str:

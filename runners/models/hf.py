@@ -15,7 +15,7 @@ import time
 from toolbench_adapter.protocol.react import HF_PROMPT_TOKEN_LIMIT
 
 from . import local_model
-from .base import Completion, ModelRequest, backend_option, reject_unknown_options
+from .base import MODEL_ENDPOINT, Completion, ModelRequest, backend_option, reject_unknown_options
 
 
 def cut_at_stop(text: str, stops: list[str]) -> tuple[str, bool]:
@@ -135,7 +135,8 @@ class HFBackend:
                 generated = output[0, prompt_length:]
                 decoded = tokenizer.decode(generated, skip_special_tokens=True)
         except Exception as exc:  # a model-side failure is recorded by the run, never raised into it
-            return Completion(error=f"{self.name}: {type(exc).__name__}: {exc}", latency_s=time.perf_counter() - start)
+            return Completion(error=f"{self.name}: {type(exc).__name__}: {exc}", error_kind=MODEL_ENDPOINT,
+                              latency_s=time.perf_counter() - start)
         text, stopped = cut_at_stop(decoded, stops)
         ended = len(generated) > 0 and int(generated[-1]) == tokenizer.eos_token_id
         finish = "stop" if stopped or ended or len(generated) < request.max_tokens else "length"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from .base import Completion, ModelRequest, reject_unknown_options
+from .base import MODEL_ENDPOINT, Completion, ModelRequest, reject_unknown_options
 from .openai_http import DEFAULT_BASE_URL, EndpointError, OpenAIEndpoint, first_choice, read_usage
 
 # keys of our stored messages that an OpenAI server must not see
@@ -41,6 +41,7 @@ def normalise_tool_calls(calls: list | None) -> list[dict] | None:
 class OpenAIChatBackend:
     name = "openai-chat"
     accepts_messages = True
+    accepts_prompt = False  # a text prompt goes to openai-completions (toolllama over chat: template=chat)
     supports_tools = True
 
     def __init__(
@@ -106,7 +107,8 @@ class OpenAIChatBackend:
             data = self.endpoint.post("chat/completions", self.request_body(request))
             choice = first_choice(data)
         except EndpointError as exc:
-            return Completion(error=f"{self.name}: {exc}", latency_s=time.perf_counter() - start)
+            return Completion(error=f"{self.name}: {exc}", error_kind=MODEL_ENDPOINT,
+                              latency_s=time.perf_counter() - start)
         message = choice.get("message") or {}
         prompt_tokens, completion_tokens, _ = read_usage(data)
         text = message.get("content")

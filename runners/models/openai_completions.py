@@ -19,7 +19,7 @@ from toolbench_adapter.protocol.react import (
     VLLM_TRUNCATE_PROMPT_TOKENS,
 )
 
-from .base import Completion, ModelRequest, backend_option, reject_unknown_options
+from .base import MODEL_ENDPOINT, Completion, ModelRequest, backend_option, reject_unknown_options
 from .openai_http import DEFAULT_BASE_URL, EndpointError, OpenAIEndpoint, first_choice, read_usage
 
 
@@ -100,7 +100,8 @@ class OpenAICompletionsBackend:
             data = self.endpoint.post("completions", self.request_body(request))
             choice = first_choice(data)
         except EndpointError as exc:
-            return Completion(error=f"{self.name}: {exc}", latency_s=time.perf_counter() - start)
+            return Completion(error=f"{self.name}: {exc}", error_kind=MODEL_ENDPOINT,
+                              latency_s=time.perf_counter() - start)
         prompt_tokens, completion_tokens, total = read_usage(data)
         text = request.extra.get("prefill", "") + (choice.get("text") or "")
         tool_calls = None

@@ -1,17 +1,22 @@
-"""HTTP plumbing shared by the OpenAI-compatible backends: one session per thread, capped exponential
-retries on 429/5xx/connection errors, and a preflight that checks the endpoint and the model name."""
+"""HTTP plumbing shared by the OpenAI-compatible backends: POSTs through the one HTTP layer
+(toolbench_adapter/transport.py: one session per thread, capped exponential retries of the transient
+faults, the shared rate limiter), and a preflight that checks the endpoint and the model name.
+
+``base_url`` may name several endpoints serving the same model (e.g. vLLM data-parallel replicas): each
+request goes to the one with the fewest in flight (transport.EndpointPool), and an endpoint that fails at
+the transport level is cooled down while the others take its requests."""
 
 from __future__ import annotations
 
 import os
-import threading
-from dataclasses import dataclass, field
+import sys
+from dataclasses import dataclass
 
 import requests
-from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from toolbench_adapter.errors import InputError
 from toolbench_adapter.server.ratelimit import shared_limiter
+from toolbench_adapter.transport import FaultKind, HttpResult, HttpTransport, RetryPolicy, short, url_list
 
 from .base import backend_option
 
@@ -19,30 +24,34 @@ DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
 SERVE_HINT = "`tba serve-model --backend hf --port 8000` serves the local model at http://127.0.0.1:8000/v1"
 
 
+class UnreachableEndpoint(InputError):
+    """The endpoint did not answer GET /models at all (refused, unknown host, timeout)."""
+
+
 class EndpointError(Exception):
-    """The endpoint failed for good (after retries, or with a status that retrying cannot fix)."""
+    """The endpoint failed for good (after retries, or with a fault that retrying cannot fix).
 
+    ``fault`` is the transport FaultKind of the last attempt (None for a reply of the wrong shape);
+    ``status`` its HTTP status and ``attempts`` how many tries were made."""
 
-class _RetryableStatus(Exception):
-    def __init__(self, status: int, body: str):
-        super().__init__(f"HTTP {status}: {body}")
+    def __init__(self, message: str, *, fault: FaultKind | None = None, status: int | None = None,
+                 attempts: int = 0):
+        super().__init__(message)
+        self.fault = fault
         self.status = status
+        self.attempts = attempts
 
-
-def _retryable_status(status: int) -> bool:
-    return status == 429 or status >= 500
-
-
-def _short(text: str, limit: int = 300) -> str:
-    text = text.strip().replace("\n", " ")
-    return text if len(text) <= limit else text[:limit] + "..."
+    @classmethod
+    def from_result(cls, result: HttpResult) -> EndpointError:
+        return cls(result.describe(), fault=result.fault, status=result.status, attempts=result.attempts)
 
 
 @dataclass
 class OpenAIEndpoint:
-    """One OpenAI-compatible server. ``post`` retries and raises EndpointError when it gives up."""
+    """One OpenAI-compatible server, or several serving the same model. ``post`` retries and raises
+    EndpointError when it gives up."""
 
-    base_url: str = DEFAULT_BASE_URL
+    base_url: str | list[str] = DEFAULT_BASE_URL  # one URL, or a list: the endpoints of one pool
     model: str | None = None
     api_key: str | None = None
     timeout: float = 600.0
@@ -50,80 +59,71 @@ class OpenAIEndpoint:
     backoff: float = 1.0  # first wait in seconds; doubles each retry
     backoff_max: float = 30.0
     rate_per_s: float | None = None  # requests per second to this endpoint, shared by every thread
-    _local: threading.local = field(default_factory=threading.local, repr=False)
 
     def __post_init__(self) -> None:
-        self.base_url = self.base_url.rstrip("/")
+        self.base_urls = [url.rstrip("/") for url in url_list(self.base_url)]
+        if not self.base_urls:
+            raise InputError("no model endpoint URL given", field="base_url",
+                             fix="pass --base-url http://host:port/v1 (repeat it for several endpoints)")
+        if len(set(self.base_urls)) != len(self.base_urls):
+            raise InputError(f"a model endpoint is listed twice: {', '.join(self.base_urls)}", field="base_url",
+                             fix="list each --base-url once")
+        self.base_url = ", ".join(self.base_urls)  # one URL as before; several: a label for names and messages
         self.timeout = backend_option("timeout", self.timeout)
         self.retries = backend_option("retries", self.retries, int)
         self.backoff = backend_option("backoff", self.backoff)
         self.backoff_max = backend_option("backoff_max", self.backoff_max)
         self.rate_per_s = backend_option("rate_per_s", self.rate_per_s)
         # one limiter per URL in the process: two backends on one endpoint share its budget
-        self.limiter = shared_limiter(self.base_url, self.rate_per_s)
+        self.limiter = shared_limiter(self.base_urls[0], self.rate_per_s)
         if self.api_key is None:
             self.api_key = os.environ.get("OPENAI_API_KEY")
+        for name in ("retries", "backoff", "backoff_max"):
+            if getattr(self, name) < 0:
+                raise InputError(f"{name}={getattr(self, name)} is negative", field=name,
+                                 fix=f"write e.g. --backend-option {name}=3")
+        policy = RetryPolicy(attempts=self.retries + 1, backoff_s=self.backoff, backoff_max_s=self.backoff_max)
+        # connecting should take seconds even when generating takes minutes
+        self.transport = HttpTransport.over(self.base_urls, lambda url: shared_limiter(url, self.rate_per_s),
+                                            policy=policy, timeout=(min(self.timeout, 10.0), self.timeout),
+                                            headers={"Authorization": f"Bearer {self.api_key}"} if self.api_key else {})
 
     def _session(self) -> requests.Session:
-        # requests.Session is not guaranteed thread-safe: each worker thread gets its own
-        session = getattr(self._local, "session", None)
-        if session is None:
-            session = requests.Session()
-            if self.api_key:
-                session.headers["Authorization"] = f"Bearer {self.api_key}"
-            self._local.session = session
-        return session
-
-    def _post_once(self, url: str, body: dict) -> dict:
-        self.limiter.acquire()  # every attempt counts against the endpoint's rate limit, retries too
-        response = self._session().post(url, json=body, timeout=(min(self.timeout, 10.0), self.timeout))
-        if _retryable_status(response.status_code):
-            raise _RetryableStatus(response.status_code, _short(response.text))
-        if response.status_code != 200:
-            raise EndpointError(f"POST {url} answered HTTP {response.status_code}: {_short(response.text)}")
-        try:
-            return response.json()
-        except ValueError as exc:
-            raise EndpointError(f"POST {url} answered something that is not JSON: {_short(response.text)}") from exc
+        return self.transport.session()
 
     def post(self, path: str, body: dict) -> dict:
-        url = f"{self.base_url}/{path.lstrip('/')}"
-        retrying = Retrying(
-            stop=stop_after_attempt(self.retries + 1),
-            wait=wait_exponential(multiplier=self.backoff, max=self.backoff_max),
-            retry=retry_if_exception_type((_RetryableStatus, requests.ConnectionError, requests.Timeout)),
-            reraise=True,
-        )
-        try:
-            return retrying(self._post_once, url, body)
-        except _RetryableStatus as exc:
-            raise EndpointError(f"POST {url} failed after {self.retries + 1} attempts: {exc}") from exc
-        except requests.Timeout as exc:
-            raise EndpointError(f"POST {url} timed out ({self.timeout:g} s) in {self.retries + 1} attempts") from exc
-        except requests.RequestException as exc:
-            raise EndpointError(f"POST {url} failed after {self.retries + 1} attempts: {exc}") from exc
+        result = self.transport.post_json(path, body)
+        if not result.ok:
+            raise EndpointError.from_result(result)
+        return result.data
 
-    def served_models(self) -> list[str]:
-        """GET /models; raises InputError with the fix when the endpoint cannot be used."""
-        url = f"{self.base_url}/models"
+    def pool_stats(self) -> list[dict]:
+        """Requests served and failed per endpoint (for the run manifest)."""
+        return self.transport.pool.stats()
+
+    def served_models(self, base_url: str | None = None) -> list[str]:
+        """GET /models of one endpoint (default: the first); raises InputError with the fix when it cannot be
+        used (UnreachableEndpoint when it does not answer at all)."""
+        base_url = base_url or self.base_urls[0]
+        url = f"{base_url}/models"
         try:
             response = self._session().get(url, timeout=min(self.timeout, 10.0))
         except requests.ConnectionError as exc:
-            raise InputError(
-                f"cannot reach the model endpoint {self.base_url} (connection refused or host unknown)",
+            raise UnreachableEndpoint(
+                f"cannot reach the model endpoint {base_url} (connection refused or host unknown)",
                 field="base_url",
                 fix=f"start the model server first, or pass --base-url pointing at a running OpenAI-compatible "
                 f"server ({SERVE_HINT})",
             ) from exc
         except requests.Timeout as exc:
-            raise InputError(f"the model endpoint {self.base_url} did not answer GET /models in time",
-                             field="base_url", fix="check that the server is up and not overloaded") from exc
+            raise UnreachableEndpoint(f"the model endpoint {base_url} did not answer GET /models in time",
+                                      field="base_url", fix="check that the server is up and not overloaded") from exc
         if response.status_code in (401, 403):
-            raise InputError(f"the model endpoint {self.base_url} refused the API key (HTTP {response.status_code})",
+            raise InputError(f"the model endpoint {base_url} refused the API key (HTTP {response.status_code})",
                              field="api_key", fix="pass --api-key or set OPENAI_API_KEY")
         if response.status_code != 200:
             raise InputError(
-                f"GET {url} answered HTTP {response.status_code}: {_short(response.text)}",
+                f"GET {url} answered HTTP {response.status_code}: {short(response.text)}",
                 field="base_url",
                 fix="base_url must be the OpenAI API root, ending in /v1 (e.g. http://127.0.0.1:8000/v1)",
             )
@@ -134,21 +134,41 @@ class OpenAIEndpoint:
                              fix="point --base-url at an OpenAI-compatible server") from exc
 
     def preflight(self) -> None:
-        """Check reachability and the model name before any query runs. With no model given, adopt the
-        only served one."""
-        served = self.served_models()
+        """Check every endpoint and the model name before any query runs. With no model given, adopt the
+        only served one. Of several endpoints, one that does not answer yet is named on stderr and kept in
+        the pool (a replica still loading joins when it answers); none answering, a wrong key, a wrong path
+        or a model one of them does not serve is refused."""
+        served: dict[str, list[str]] = {}
+        unreachable: list[UnreachableEndpoint] = []
+        for url in self.base_urls:
+            try:
+                served[url] = self.served_models(url)
+            except UnreachableEndpoint as exc:
+                if len(self.base_urls) == 1:
+                    raise
+                unreachable.append(exc)
+        if not served:
+            first = unreachable[0]
+            raise UnreachableEndpoint(f"none of the {len(self.base_urls)} model endpoints answers (first: "
+                                      f"{first.problem})", field="base_url", fix=first.fix)
+        for exc in unreachable:
+            print(f"warning: {exc.problem}; its requests go to the other endpoints until it answers",
+                  file=sys.stderr)
         if self.model is None:
-            if len(served) == 1:
-                self.model = served[0]
+            models = {model for ids in served.values() for model in ids}
+            if len(models) == 1 and all(len(ids) == 1 for ids in served.values()):
+                self.model = models.pop()
                 return
-            raise InputError(f"no model name given and {self.base_url} serves {len(served)} models: "
-                             f"{', '.join(served) or '(none)'}", field="model", fix="pass --model with one of them")
-        if self.model not in served:
-            raise InputError(
-                f"model {self.model!r} is not served at {self.base_url}; served ids: {', '.join(served) or '(none)'}",
-                field="model",
-                fix=f"pass --model {served[0]}" if served else "load a model into the server",
-            )
+            listing = "; ".join(f"{url}: {', '.join(ids) or '(none)'}" for url, ids in served.items())
+            raise InputError(f"no model name given and the endpoints do not serve exactly one model ({listing})",
+                             field="model", fix="pass --model with the served name")
+        for url, ids in served.items():
+            if self.model not in ids:
+                raise InputError(
+                    f"model {self.model!r} is not served at {url}; served ids: {', '.join(ids) or '(none)'}",
+                    field="model",
+                    fix=f"pass --model {ids[0]}" if ids else "load a model into the server",
+                )
 
 
 def read_usage(data: dict) -> tuple[int, int, int]:
@@ -163,5 +183,5 @@ def read_usage(data: dict) -> tuple[int, int, int]:
 def first_choice(data: dict) -> dict:
     choices = data.get("choices") or []
     if not choices or not isinstance(choices[0], dict):
-        raise EndpointError(f"the response has no choices: {_short(str(data))}")
+        raise EndpointError(f"the response has no choices: {short(str(data))}")
     return choices[0]

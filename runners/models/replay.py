@@ -4,22 +4,51 @@ pipeline deterministically, with no model.
 The runner says which turn it wants in ``request.key``: {"group", "query_id", "method", "path", "attempt"},
 path = [[name, arguments_raw], ...] of the calls made so far on the current branch, attempt = how many
 children the current node already has. Answer files are found as {folder}/{group}/{query_id}_{method}.json
-or, when the folder is the group folder itself, {folder}/{query_id}_{method}.json.
+or, when the folder is the group folder itself, {folder}/{query_id}_{method}.json (`tba replay` lays any other
+layout out that way). Recorded names and arguments are served byte for byte. A request with no recorded turn
+is a replay gap: an error Completion with error_kind "replay_gap" (an infrastructure failure of the run,
+not the model's). ``natural_dialect`` is what the recordings hold: "openai-tools" for function-call messages
+and node-only recordings, "toolllama" for ReAct text; a text prompt (toolllama dialect) gets the turn
+written as ReAct text.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from pathlib import Path
 
 from toolbench_adapter.errors import InputError
 
-from .base import Completion, ModelRequest, reject_unknown_options
+from .base import REPLAY_GAP, Completion, ModelRequest, reject_unknown_options
 from .recorded_turns import Turn, TurnKey, index_turns, turn_trees
 
 KEY_FIELDS = ("group", "query_id", "method", "path", "attempt")
+_REACT_TEXT = re.compile(r"(^|\n)Action:.*\nAction Input:", re.DOTALL)
+
+
+def recording_dialect(answer: dict) -> str | None:
+    """"openai-tools" (function_call / tool_calls messages), "toolllama" (ReAct text in assistant
+    messages, no native call anywhere), or None when the file holds no assistant message to tell."""
+    react = False
+    for messages in (answer.get("answer_generation") or {}).get("train_messages") or []:
+        for message in messages if isinstance(messages, list) else []:
+            if not isinstance(message, dict) or message.get("role") != "assistant":
+                continue
+            if message.get("function_call") or message.get("tool_calls"):
+                return "openai-tools"
+            react = react or bool(_REACT_TEXT.search(str(message.get("content") or "")))
+    return "toolllama" if react else None
+
+
+def react_text(turn: Turn) -> str:
+    """A recorded turn as the ReAct text a ToolLLaMA-style model writes (for text-prompt dialects)."""
+    parts = [f"Thought: {turn.text}" if turn.text else "Thought: "]
+    if turn.call is not None:
+        parts += [f"Action: {turn.call[0]}", f"Action Input: {turn.call[1]}"]
+    return "\n".join(parts)
 
 
 class _RecordedQuery:
@@ -73,6 +102,18 @@ class ReplayBackend:
         self._queries: dict[tuple[str, int, str], _RecordedQuery | None] = {}
         self._lock = threading.Lock()
 
+    def natural_dialect(self) -> str:
+        """What the recordings hold (the first file that tells); node-only recordings replay as native calls."""
+        for folder in self.folders:
+            for path in sorted(folder.rglob("*.json")):
+                try:
+                    found = recording_dialect(json.loads(path.read_text(encoding="utf-8")))
+                except (OSError, ValueError, AttributeError):
+                    continue
+                if found:
+                    return found
+        return "openai-tools"
+
     def preflight(self) -> None:
         if not any(next(folder.rglob("*.json"), None) for folder in self.folders):
             raise InputError("no answer files (*.json) in the replay folders", path=", ".join(map(str, self.folders)),
@@ -109,11 +150,13 @@ class ReplayBackend:
                 return Completion(error=f"replay: cannot read the answer file for {group}/{query_id}_{method}: {exc}")
             if recorded is None:
                 return Completion(error=f"replay: no answer file {group}/{query_id}_{method}.json in "
-                                        f"{', '.join(map(str, self.folders))}")
+                                        f"{', '.join(map(str, self.folders))}", error_kind=REPLAY_GAP)
             turn = recorded.next_turn((path, attempt))
             if turn is None:
                 return Completion(error=f"replay: no recorded turn for {group}/{query_id}_{method} after "
-                                        f"{[name for name, _ in path]} (attempt {attempt})")
+                                        f"{[name for name, _ in path]} (attempt {attempt})", error_kind=REPLAY_GAP)
+            if request.prompt is not None or (request.messages is not None and not request.tools):  # text dialect
+                return Completion(text=react_text(turn), latency_s=time.perf_counter() - start, finish_reason="stop")
             tool_calls = None
             if turn.call is not None:
                 recorded.calls_served += 1

@@ -2,7 +2,8 @@
 
 ``ScriptedBackend(script)`` calls ``script(request) -> Completion | str`` for every request, after an
 optional fixed delay (harness-overhead benchmarks). Without a script it plays a minimal agent with native
-tool calls: call the first function with its example values, then Finish with an answer.
+tool calls: call the first function with its example values, then Finish with an answer; its natural
+dialect is then openai-tools. A script brings its own (``natural_dialect=...``, default: none declared).
 """
 
 from __future__ import annotations
@@ -32,10 +33,13 @@ def default_script(request: ModelRequest) -> Completion:
 
 class ScriptedBackend:
     name = "scripted"
+    natural_dialect: str | None = "openai-tools"  # the default script answers with native tool calls
 
     def __init__(self, script: Callable[[ModelRequest], Completion | str] | None = None, delay_s: float = 0.0,
-                 model: str = "scripted", **_: object):
+                 model: str = "scripted", natural_dialect: str | None = None, **_: object):
         self.script = script or default_script
+        if script is not None:
+            self.natural_dialect = natural_dialect
         self.delay_s = float(delay_s)
         self.model_name = model
         self.requests: list[ModelRequest] = []

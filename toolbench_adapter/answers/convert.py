@@ -25,7 +25,14 @@ from ..errors import InputError
 from ..fileio import read_json
 from ..protocol.evaluation import CONVERTER_SEED, NODE_ACTION, NODE_ACTION_INPUT, NODE_THOUGHT
 from ..protocol.functions import FINISH_NAME
-from .read import AnswerFile, iter_answer_files, load_answer
+from .read import (
+    AnswerFile,
+    expand_answer_inputs,
+    identify_answer_path,
+    iter_answer_files,
+    load_answer,
+    split_file_name,
+)
 
 ORDERS = ("name", "numeric", "listdir")
 SKIPPED_ROLES = ("system", "user", "function", "tool")
@@ -215,13 +222,45 @@ def path_to_dict(path: list[Step]) -> dict[str, Any]:
     return tail
 
 
-def ordered_files(answer_dir: str | Path, method: str, order: str = "name",
+def answer_files_for(inputs: str | Path | list[str | Path], method: str | None = None,
+                     order: str = "name") -> list[Path]:
+    """The files to convert. A folder that holds *.json files: those (upstream's one-group layout, in
+    ``order``); a folder that holds none: every *.json below it, sorted (any layout); a file: itself. The
+    method substring filter applies to every file name, as upstream's."""
+    files: list[Path] = []
+    for item in inputs if isinstance(inputs, list) else [inputs]:
+        item = Path(item)
+        if item.is_dir() and next(item.glob("*.json"), None) is None:
+            files.extend(p for p in expand_answer_inputs([item]) if method is None or method in p.name)
+        elif item.is_file():
+            files.extend([item] if method is None or method in item.name else [])
+        else:
+            files.extend(iter_answer_files(item, method, order))
+    return files
+
+
+def file_query_id(answer: AnswerFile) -> str:
+    """The query id: ``answer_generation.query_id`` when the file has one, else from its name (upstream's
+    ``{qid}_{method}.json``, or the last number before the method in other layouts)."""
+    recorded = answer.generation.get("query_id")
+    if isinstance(recorded, (int, str)) and not isinstance(recorded, bool) and str(recorded).isdigit():
+        return str(recorded)
+    if answer.query_id.isdigit():  # upstream: the name up to the first "_"
+        return answer.query_id
+    found = identify_answer_path(answer.path).query_id
+    if found is None:
+        raise InputError("no query id in the file name or the file", path=answer.path, field="file name",
+                         fix="name the file {query_id}_{method}.json (upstream's layout)")
+    return str(found)
+
+
+def ordered_files(answer_dir: str | Path | list[str | Path], method: str, order: str = "name",
                   order_from: str | Path | None = None) -> list[Path]:
     """The files to convert, in the order whose RNG consumption the output reproduces.
 
     ``order_from``: an upstream converted file; its key order is the order upstream read the files in.
     """
-    files = list(iter_answer_files(answer_dir, method, order))
+    files = answer_files_for(answer_dir, method, order)
     if order_from is None:
         return files
     reference = read_json(Path(order_from))
@@ -231,16 +270,28 @@ def ordered_files(answer_dir: str | Path, method: str, order: str = "name",
     return sorted(files, key=lambda p: rank.get(p.name.split("_")[0], len(rank)))
 
 
-def convert_folder(answer_dir: str | Path, method: str, *, order: str = "name",
+def convert_folder(answer_dir: str | Path | list[str | Path], method: str, *, order: str = "name",
                    order_from: str | Path | None = None, seed: int = CONVERTER_SEED) -> dict[str, Any]:
+    """Raises InputError when two files answer the same query id (the converted file is keyed by it)."""
     if not method:
         raise InputError("--method must not be empty", fix="e.g. --method CoT@1 or --method DFS_woFilter_w2")
     converter = Converter(method, seed)
     converted: dict[str, Any] = {}
+    seen: dict[str, Path] = {}
     for path in ordered_files(answer_dir, method, order, order_from):
         answer = load_answer(path)
-        converted[answer.query_id] = converter.convert(answer)  # a repeated id keeps its first position
+        query_id = file_query_id(answer)
+        if query_id in seen:
+            raise InputError(f"query id {query_id} is answered twice (also by {seen[query_id]})", path=path,
+                             field="query id", fix="convert one run (one file per query id) at a time")
+        seen[query_id] = path
+        converted[query_id] = converter.convert(answer)
     return converted
+
+
+def methods_found(answer_dir: str | Path | list[str | Path]) -> list[str]:
+    """The methods (file-name tails, e.g. CoT@1) of the answer files in a folder, for error messages."""
+    return sorted({split_file_name(p.name)[1] for p in answer_files_for(answer_dir)})
 
 
 def write_json_atomic(data: Any, out: str | Path, indent: int | None = None) -> Path:

@@ -1,4 +1,5 @@
-"""Read raw answer files (``{group}/{query_id}_{method}.json``, upstream layout) and run folders.
+"""Read raw answer files (``{group}/{query_id}_{method}.json``, upstream layout, or any layout found in the
+wild: ``identify_answer_path``, ``read_recorded``) and run folders.
 
 A CoT file has ``win, try_count, trys, compare_candidates, forward_args, answer_generation``; a DFS file has
 ``win, tree, forward_args, compare_candidates, answer_generation``. Messages come in two styles: the old
@@ -10,13 +11,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..queries import is_group_name
+from ..queries import GROUPS, is_group_name
 
 COT, DFS = "cot", "dfs"
 STYLE_FUNCTION_CALL, STYLE_TOOL_CALLS = "function_call", "tool_calls"
@@ -164,3 +166,153 @@ def iter_run_folder(run_dir: str | Path, method: str | None = None,
             continue
         for path in iter_answer_files(group_dir, method):
             yield load_answer(path, group=group_dir.name)
+
+
+# -- answer files in any layout (released runs, forks, renamed copies) ---------------------------------------
+METHOD_AT_END = re.compile(r"(CoT@\d+|DFS_woFilter_w\d+)$")
+_GROUP_TOKEN = re.compile(r"(?:^|[^A-Za-z0-9])(" + "|".join(GROUPS) + r")(?![A-Za-z0-9])")
+
+
+@dataclass(frozen=True)
+class AnswerIdentity:
+    """What a file's path says about it. ``method`` is the run method (CoT@N, DFS_woFilter_wN) even when the
+    name carries more (``69_ChatGPT_DFS_woFilter_w2.json``); ``group`` a group named anywhere in the path
+    (``A_G2_instruction_toolllama-2/``, ``G1_tool_type3_qaq_v2_chatgpt/``), else a group-like folder name."""
+
+    query_id: int | None
+    method: str | None
+    group: str | None
+
+
+def identify_answer_path(path: str | Path) -> AnswerIdentity:
+    """``{qid}_{method}.json``, ``{qid}_{model}_{method}.json``, ``..._G2_instruction_toolllama-2_81506_CoT@1.json``:
+    the method is the trailing CoT@N / DFS_woFilter_wN, the query id the last all-digit ``_`` token before it."""
+    path = Path(path)
+    stem = path.name[:-len(".json")] if path.name.endswith(".json") else path.name
+    match = METHOD_AT_END.search(stem)
+    method = match.group(1) if match else None
+    head = stem[:match.start()] if match else stem
+    digits = [token for token in head.split("_") if token.isdigit()]
+    query_id = int(digits[-1]) if digits else None
+    group = None
+    for name in (stem, *(p.name for p in path.parents)):
+        found = _GROUP_TOKEN.search(name)
+        if found:
+            group = found.group(1)
+            break
+    if group is None:
+        group = next((p.name for p in path.parents if is_group_name(p.name)), None)
+    return AnswerIdentity(query_id, method, group)
+
+
+class UnusableAnswer(InputError):
+    """A file that cannot be replayed or cached; ``reason`` is a short code for the per-reason counts."""
+
+    def __init__(self, reason: str, problem: str, *, path: str | Path, field: str | None = None,
+                 fix: str | None = None):
+        self.reason = reason
+        super().__init__(problem, path=path, field=field, fix=fix)
+
+
+@dataclass
+class RecordedAnswer:
+    """An answer file read for replay, caching or conversion: only what every layout has is required
+    (``answer_generation`` and ``trys`` or ``tree``; the query and its functions may come from a query set)."""
+
+    path: Path
+    data: dict[str, Any]
+    identity: AnswerIdentity
+
+    @property
+    def generation(self) -> dict[str, Any]:
+        return self.data["answer_generation"]
+
+    @property
+    def query(self) -> str | None:
+        """The query text (None in the few files that do not keep it: their query comes from a query set)."""
+        return self.generation.get("query") or None
+
+    @property
+    def functions(self) -> list[dict]:
+        return self.generation.get("function") or []
+
+    @property
+    def function_names(self) -> list[str]:
+        return [f.get("function", f).get("name") for f in self.functions if isinstance(f, dict)]
+
+    @property
+    def flavour(self) -> str:
+        """``current`` when the functions are wrapped ``{"type": "function", "function": ...}``."""
+        return "current" if any(isinstance(f, dict) and "function" in f for f in self.functions) else "legacy"
+
+    @property
+    def kind(self) -> str:
+        return DFS if "tree" in self.data else COT
+
+    @property
+    def query_id(self) -> int | None:
+        """From the file (``answer_generation.query_id``, written by some forks) or else its name."""
+        recorded = self.generation.get("query_id")
+        if isinstance(recorded, int) and not isinstance(recorded, bool):
+            return recorded
+        if isinstance(recorded, str) and recorded.isdigit():
+            return int(recorded)
+        return self.identity.query_id
+
+    @property
+    def method(self) -> str:
+        """The method: the file name's, else what the file holds (CoT@{try_count} or DFS_woFilter_w2)."""
+        if self.identity.method:
+            return self.identity.method
+        if self.kind == DFS:
+            return "DFS_woFilter_w2"
+        return f"CoT@{max(len(self.data.get('trys') or []), 1)}"
+
+    @property
+    def messages(self) -> list[dict]:
+        trains = self.generation.get("train_messages") or []
+        return [m for messages in trains if isinstance(messages, list) for m in messages if isinstance(m, dict)]
+
+
+def read_recorded(path: str | Path) -> RecordedAnswer:
+    """Read one answer file of any layout; UnusableAnswer (an InputError with a reason code) when it is not one."""
+    path = Path(path)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except OSError as exc:
+        raise UnusableAnswer("unreadable", f"cannot read the file ({exc.strerror or exc})", path=path) from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise UnusableAnswer("not_json", f"not valid JSON ({exc})", path=path,
+                             fix="the file was probably cut short: re-run that query") from None
+    if not isinstance(data, dict) or not isinstance(data.get("answer_generation"), dict):
+        raise UnusableAnswer("not_an_answer_file", "no answer_generation object: not a raw answer file", path=path,
+                             field="answer_generation", fix="pass raw answer files (CoT trys or a DFS tree)")
+    generation = data["answer_generation"]
+    if "query" in generation and not isinstance(generation["query"], str):
+        raise UnusableAnswer("no_query", "the query is not a string", path=path, field="answer_generation.query")
+    functions = generation.get("function", [])
+    if not isinstance(functions, list) or not all(isinstance(f, dict) and isinstance(f.get("function", f), dict)
+                                                   and isinstance(f.get("function", f).get("name"), str)
+                                                   for f in functions):
+        raise UnusableAnswer("no_function_list", "the function list is missing or malformed", path=path,
+                             field="answer_generation.function")
+    if not isinstance(data.get("trys"), list) and not (isinstance(data.get("tree"), dict)
+                                                       and isinstance(data["tree"].get("tree"), dict)):
+        raise UnusableAnswer("no_trajectory", "neither CoT trys nor a DFS tree", path=path, field="trys / tree.tree")
+    return RecordedAnswer(path=path, data=data, identity=identify_answer_path(path))
+
+
+def expand_answer_inputs(inputs: list[str | Path]) -> list[Path]:
+    """Files as given; folders: every *.json below them, sorted. A missing input is an InputError."""
+    files: list[Path] = []
+    for item in inputs:
+        item = Path(item)
+        if item.is_file():
+            files.append(item)
+        elif item.is_dir():
+            files.extend(sorted(p for p in item.rglob("*.json") if p.is_file()))
+        else:
+            raise InputError("answer folder or file not found", path=item,
+                             fix="pass answer files (*.json) or folders holding them, in any layout")
+    return files

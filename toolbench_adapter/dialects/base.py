@@ -40,6 +40,11 @@ class Dialect(ABC):
         """What an assistant turn stores as content: the raw generation by default."""
         return text
 
+    def sends(self) -> tuple[bool, bool]:
+        """(chat messages?, native tools?): what render() hands the backend, so a run can refuse a backend
+        that cannot take it before any query runs."""
+        return True, False
+
     def describe(self) -> dict:
         return {"name": self.name, "default_parser": self.default_parser, **self.options}
 

@@ -49,6 +49,9 @@ class OpenAIToolsDialect(Dialect):
     def render(self, messages: list[dict], toolset: Toolset) -> Rendered:
         return Rendered(messages=for_backend(messages), tools=toolset.openai_tools)
 
+    def sends(self) -> tuple[bool, bool]:
+        return True, True
+
 
 @dataclass
 class TextChatDialect(Dialect):

@@ -7,7 +7,7 @@ Options (each recorded in the run manifest; the defaults are upstream's):
 - template: "raw" (the text prompt as above, for /v1/completions) or "chat" (that same text sent as one user
   message through the model's chat template: for instruction-tuned models that were not trained on it).
 - prefill: text placed after the generation prompt and returned in front of the output (e.g. "Thought: ").
-- example: a worked example built from the query's own first function, placed right after the first user
+- example: a worked example (a call on a made-up function, then Finish), placed right after the first user
   turn (small models copy it; later turns see the real history after it).
 - stop_at_next_step: also stop at "\nThought:", "\nObservation:" and "\nFunction:" so a model that goes on
   writing the next step stops early (saves tokens; the parser sees one step).
@@ -71,24 +71,36 @@ class ToolLLaMADialect(Dialect):
             return Rendered(messages=[{"role": "user", "content": text}], stop=stop, prefill=prefill)
         return Rendered(prompt=text, stop=stop, prefill=prefill)
 
+    def sends(self) -> tuple[bool, bool]:
+        return self.options["template"] == "chat", False
+
     def assistant_content(self, text: str | None, parsed: ParsedTurn) -> str | None:
         if self.options["history"] == "thought":
             return parsed.thought
         return text
 
 
+# The example's function is made up and never one of the query's: built on the query's own first function,
+# small models called that function again and again and never finished (issue 17: SmolLM2-135M and a 0.5B
+# model; SmolLM2-135M copies whatever function the example names). Nothing follows either Action Input JSON but the next step's "Thought:" (a stop string with
+# stop_at_next_step): a connective line after the JSON was copied by models, and upstream's react-find
+# slicing then read it as part of the arguments ("Tool input parse error").
+EXAMPLE_FUNCTION = "lookup_word_for_example_dictionary"
+EXAMPLE_ARGUMENTS = {"word": "harbour"}
+
+
 def worked_example(toolset: Toolset) -> str:
-    """One step in the trained format, built from the query's first function and its example values."""
-    first = toolset.inner_functions[0]
-    properties = first["parameters"].get("properties", {})
-    required = [name for name in first["parameters"].get("required", []) if name]
-    arguments = {name: properties[name].get("example_value", "") for name in required if name in properties}
+    """One call step and the Finish step in the trained format, on a function that is not the query's."""
+    taken = {function["name"] for function in toolset.inner_functions}
+    name = EXAMPLE_FUNCTION
+    while name in taken:
+        name += "_demo"
     return (
-        "Example of the format (one step per reply; values are only an illustration):\n"
-        f"Thought: I should call {first['name']}.\n"
-        f"Action: {first['name']}\n"
-        f"Action Input: {json.dumps(arguments)}\n"
-        "and once the results answer the question:\n"
+        "Example of the format (one step per reply; the function and values are only an illustration, "
+        "not one of your functions; the last step calls Finish once the results answer the question):\n"
+        "Thought: I should look the word up.\n"
+        f"Action: {name}\n"
+        f"Action Input: {json.dumps(EXAMPLE_ARGUMENTS)}\n"
         "Thought: I have what the user asked for.\n"
         "Action: Finish\n"
         'Action Input: {"return_type": "give_answer", "final_answer": "<the answer>"}\n'

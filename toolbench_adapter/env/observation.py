@@ -29,7 +29,7 @@ def status_for(reply: ServerReply) -> tuple[int, bool]:
     ``missing_error_key`` so reports can count them. A JSON body that is not an object is no valid
     answer at all: status 12 with upstream's "request invalid, data error" text (see ``coerce_answer``).
     """
-    if reply.kind in (ReplyKind.TIMEOUT, ReplyKind.CONNECTION_ERROR):
+    if reply.kind in (ReplyKind.TIMEOUT, ReplyKind.CONNECTION_ERROR, ReplyKind.TRUNCATED_BODY):
         return E.STATUS_TIMEOUT, False
     if reply.kind in (ReplyKind.HTTP_ERROR, ReplyKind.NOT_JSON):
         return E.STATUS_REQUEST_INVALID, False

@@ -36,6 +36,7 @@ class StepResult:
     http_status: int | None = None
     latency_s: float = 0.0
     attempts: int = 0
+    faults: tuple[str, ...] = ()  # the client's fault kind of every failed attempt, retried ones included
     truncated: bool = False
     missing_error_key: bool = False  # the server answered JSON without an "error" key (upstream: KeyError)
     final_answer: str | None = None  # Finish give_answer
@@ -86,7 +87,7 @@ class ToolEnv:
         return self._result(render(coerce_answer(reply)), status, name, match, route=route,
                             source=reply.source or "server", reply_kind=reply.kind.value,
                             http_status=reply.http_status, latency_s=reply.latency_s, attempts=reply.attempts,
-                            missing_error_key=missing_error_key)
+                            faults=tuple(getattr(reply, "faults", ())), missing_error_key=missing_error_key)
 
     def _finish(self, arguments_raw: str) -> StepResult:
         from ..parsers.finish import parse_finish  # written alongside; imported late to keep env light

@@ -10,10 +10,8 @@ from __future__ import annotations
 import os
 from typing import Any, Protocol, runtime_checkable
 
-import requests
-from tenacity import retry, retry_if_exception, stop_after_attempt, wait_exponential
-
 from ..registry import Registry
+from ..transport import FaultKind, HttpTransport, RetryPolicy, url_list
 
 
 @runtime_checkable
@@ -27,26 +25,25 @@ class ChatClient(Protocol):
 
 
 class ChatError(RuntimeError):
-    """The endpoint failed for good (after retries, or a 4xx that retrying cannot fix)."""
+    """The endpoint failed for good (after retries, or a fault that retrying cannot fix). ``fault`` is the
+    transport FaultKind of the last attempt (None for a reply of the wrong shape)."""
 
-
-class RetryableHTTPError(ChatError):
-    def __init__(self, status: int, body: str):
-        super().__init__(f"HTTP {status}: {body[:200]}")
+    def __init__(self, message: str, *, fault: FaultKind | None = None, status: int | None = None):
+        super().__init__(message)
+        self.fault = fault
         self.status = status
 
 
-def _retryable(exc: BaseException) -> bool:
-    return isinstance(exc, (RetryableHTTPError, requests.ConnectionError, requests.Timeout))
-
-
 class OpenAIChatClient:
-    """``POST {base_url}/chat/completions``; retries 429, 5xx and connection errors with backoff."""
+    """``POST {base_url}/chat/completions`` through the one HTTP layer (toolbench_adapter/transport.py):
+    the transient faults are retried with backoff; ``retries`` counts every attempt, the first included.
+    ``base_url`` may list several endpoints serving the same judge: requests go to the least busy one."""
 
-    def __init__(self, base_url: str, model: str, api_key: str | None = None, *, timeout: float = 60.0,
+    def __init__(self, base_url: str | list[str], model: str, api_key: str | None = None, *, timeout: float = 60.0,
                  retries: int = 3, supports_tools: bool = True, wait_min: float = 1.0, wait_max: float = 10.0,
                  accepts_prefill: bool = False):
-        self.base_url = base_url.rstrip("/")
+        self.base_urls = [url.rstrip("/") for url in url_list(base_url)]
+        self.base_url = ", ".join(self.base_urls)  # one URL as before; several: a label
         # vLLM / SGLang continue a final assistant message (continue_final_message); OpenAI's API cannot
         self.accepts_prefill = accepts_prefill
         self.model = model
@@ -54,13 +51,9 @@ class OpenAIChatClient:
         self.timeout = timeout
         self.supports_tools = supports_tools
         self.name = f"{model} @ {self.base_url}"
-        self._session = requests.Session()
-        self._post = retry(
-            retry=retry_if_exception(_retryable),
-            stop=stop_after_attempt(max(1, retries)),
-            wait=wait_exponential(multiplier=wait_min, min=wait_min, max=wait_max),
-            reraise=True,
-        )(self._post_once)
+        policy = RetryPolicy(attempts=max(1, retries), backoff_s=wait_min, backoff_max_s=wait_max)
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        self.transport = HttpTransport.over(self.base_urls, policy=policy, timeout=timeout, headers=headers)
 
     def chat(self, messages: list[dict], *, tools: list[dict] | None = None, tool_choice: dict | None = None,
              temperature: float | None = None, max_tokens: int | None = None, prefill: str | None = None,
@@ -80,10 +73,12 @@ class OpenAIChatClient:
             payload["temperature"] = temperature
         if max_tokens is not None:
             payload["max_tokens"] = max_tokens
-        try:
-            data = self._post(payload)
-        except (requests.ConnectionError, requests.Timeout) as exc:
-            raise ChatError(f"cannot reach {self.base_url}: {exc}") from exc
+        result = self.transport.post_json("chat/completions", payload)
+        if not result.ok:
+            unreachable = result.fault in (FaultKind.CONNECTION_ERROR, FaultKind.TIMEOUT)
+            prefix = f"cannot reach {self.base_url}: " if unreachable else ""
+            raise ChatError(prefix + result.describe(), fault=result.fault, status=result.status)
+        data = result.data
         try:
             message = data["choices"][0]["message"]
         except (KeyError, IndexError, TypeError):
@@ -92,21 +87,6 @@ class OpenAIChatClient:
         if prefill:  # the content continues the prefill: hand back the whole reply
             reply["content"] = prefill + (reply.get("content") or "")
         return reply
-
-    def _post_once(self, payload: dict) -> dict:
-        headers = {"Content-Type": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        response = self._session.post(f"{self.base_url}/chat/completions", json=payload, headers=headers,
-                                      timeout=self.timeout)
-        if response.status_code == 429 or response.status_code >= 500:
-            raise RetryableHTTPError(response.status_code, response.text)
-        if response.status_code >= 400:
-            raise ChatError(f"HTTP {response.status_code} from {self.base_url}: {response.text[:300]}")
-        try:
-            return response.json()
-        except ValueError:
-            raise ChatError(f"non-JSON response from {self.base_url}: {response.text[:200]}") from None
 
 
 def _openai_factory(*, model: str, base_url: str | None = None, api_key: str | None = None,

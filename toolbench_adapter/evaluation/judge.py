@@ -92,6 +92,12 @@ class FunctionJudge(ABC):
     def name(self) -> str:
         return f"{self.client.name} [{self.mode}]"
 
+    def add_counts(self, requests: int, malformed: int) -> None:
+        """Count requests this judge's copies made elsewhere (Ray workers), so its totals cover them."""
+        with self._lock:
+            self.requests += requests
+            self.malformed += malformed
+
     def ask(self, function: str, args: dict[str, str]) -> dict[str, Any]:
         prompt = self.spec.prompt(function, **args)
         problem = ""
@@ -198,14 +204,23 @@ def make_judge(client: ChatClient, spec: EvaluatorSpec, mode: str = "auto", **op
     return JUDGES.get(mode)(client, spec, **options)
 
 
-def judge_answer(judge: FunctionJudge, query: str, answer: dict[str, Any]) -> Judgement:
-    """One judgement of one converted answer (``example["answer"]``)."""
+def early_judgement(answer: dict[str, Any]) -> Judgement | None:
+    """The judgement rules 1 and 2 give without asking the judge; None when the judge must be asked."""
     _steps, final_step = get_steps({"answer": answer})
     if not ends_with_finish(final_step):
         return Judgement(Label.UNSOLVED, NO_ANSWER_REASON)
     final_answer = answer.get("final_answer") or ""
     if final_answer == "" or GIVE_UP_MARKER in final_answer:
         return Judgement(Label.UNSOLVED, EMPTY_FINAL_ANSWER_REASON)
+    return None
+
+
+def judge_answer(judge: FunctionJudge, query: str, answer: dict[str, Any]) -> Judgement:
+    """One judgement of one converted answer (``example["answer"]``)."""
+    early = early_judgement(answer)
+    if early is not None:
+        return early
+    final_answer = answer.get("final_answer") or ""
     calls = [CHECK_ANSWER_STATUS]
     try:
         verdict = judge.ask(CHECK_ANSWER_STATUS, {"query": query, "answer": final_answer})

@@ -6,15 +6,16 @@ Produces upstream's label records ``{qid: {"query", "tool_names", "answer_steps"
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from tqdm import tqdm
 
 from ..errors import InputError
 from .cache import JudgementCache, cache_key
-from .judge import FunctionJudge, Judgement, judge_answer
+from .judge import FunctionJudge, Judgement, early_judgement, judge_answer
 from .labels import Label
 from .steps import get_steps, tool_names
 
@@ -32,6 +33,29 @@ class JudgeRun:
                 for qid, entry in self.entries.items()}
 
 
+class JudgeExecutor(Protocol):
+    def map(self, judge: FunctionJudge, asks: list[tuple[str, dict]]) -> Iterator[tuple[int, Judgement]]:
+        """Judge each (query, answer) of ``asks`` once; yield (its index, its Judgement) as each ends."""
+
+
+class ThreadJudgeExecutor:
+    """``concurrency`` judge requests at once, in threads of this process sharing the judge."""
+
+    name = "threads"
+
+    def __init__(self, concurrency: int = 4):
+        self.concurrency = max(1, concurrency)
+
+    def map(self, judge: FunctionJudge, asks: list[tuple[str, dict]]) -> Iterator[tuple[int, Judgement]]:
+        if not asks:
+            return
+        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
+            futures = {pool.submit(judge_answer, judge, query, answer): index
+                       for index, (query, answer) in enumerate(asks)}
+            for future in as_completed(futures):
+                yield futures[future], future.result()
+
+
 def _check_example(qid: str, example: Any) -> None:
     if not isinstance(example, dict) or "answer" not in example or "query" not in example:
         raise InputError("converted answer needs 'query' and 'answer'", field=qid,
@@ -42,7 +66,10 @@ def _check_example(qid: str, example: Any) -> None:
 
 def judge_converted(converted: dict[str, Any], judge: FunctionJudge, *, evaluate_times: int = 3,
                     test_ids: list[str] | None = None, concurrency: int = 4,
-                    cache: JudgementCache | None = None, progress: bool = True) -> JudgeRun:
+                    cache: JudgementCache | None = None, progress: bool = True,
+                    executor: JudgeExecutor | None = None) -> JudgeRun:
+    """``executor`` judges the answers the cache does not hold: ``concurrency`` threads of this process by
+    default, or e.g. runners/judge_ray.py's Ray tasks; the labels are the same either way."""
     run = JudgeRun()
     wanted = set(test_ids) if test_ids is not None else None
     selected = {}
@@ -53,29 +80,38 @@ def judge_converted(converted: dict[str, Any], judge: FunctionJudge, *, evaluate
         _check_example(str(qid), example)
         selected[str(qid)] = example
     cache = cache if cache is not None else JudgementCache(None)
+    executor = executor if executor is not None else ThreadJudgeExecutor(concurrency)
     requests_before = judge.requests
+    results: dict[str, dict[int, Judgement]] = {qid: {} for qid in selected}
+    jobs = [(qid, repeat) for qid in selected for repeat in range(evaluate_times)]
+    bar = tqdm(total=len(jobs), disable=not progress, ncols=100, desc="judging")
 
-    def job(qid: str, repeat: int) -> tuple[str, int, Judgement, bool]:
+    def record(qid: str, repeat: int, judgement: Judgement, hit: bool) -> None:
+        results[qid][repeat] = judgement
+        run.cache_hits += int(hit)
+        run.errors += int(judgement.label is Label.ERROR)
+        bar.update(1)
+
+    # the cache is read and written here, in the caller's process only: the executor just judges the misses
+    pending: list[tuple[str, int, str]] = []
+    for qid, repeat in jobs:
         example = selected[qid]
         key = cache_key(judge.name, judge.spec.fingerprint, example["query"], example["answer"], repeat)
         hit = cache.get(key)
-        if hit is not None:
-            return qid, repeat, Judgement.from_dict(hit), True
-        judgement = judge_answer(judge, example["query"], example["answer"])
-        if judgement.label is not Label.ERROR and judgement.calls:
-            cache.put(key, judgement.as_dict())
-        return qid, repeat, judgement, False
-
-    results: dict[str, dict[int, Judgement]] = {qid: {} for qid in selected}
-    jobs = [(qid, repeat) for qid in selected for repeat in range(evaluate_times)]
-    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
-        futures = [pool.submit(job, qid, repeat) for qid, repeat in jobs]
-        for future in tqdm(as_completed(futures), total=len(futures), disable=not progress, ncols=100,
-                           desc="judging"):
-            qid, repeat, judgement, hit = future.result()
-            results[qid][repeat] = judgement
-            run.cache_hits += int(hit)
-            run.errors += int(judgement.label is Label.ERROR)
+        early = early_judgement(example["answer"]) if hit is None else None
+        if hit is not None or early is not None:
+            record(qid, repeat, Judgement.from_dict(hit) if hit is not None else early, hit is not None)
+        else:
+            pending.append((qid, repeat, key))
+    asks = [(selected[qid]["query"], selected[qid]["answer"]) for qid, _repeat, _key in pending]
+    try:
+        for index, judgement in executor.map(judge, asks):
+            qid, repeat, key = pending[index]
+            if judgement.label is not Label.ERROR and judgement.calls:
+                cache.put(key, judgement.as_dict())
+            record(qid, repeat, judgement, False)
+    finally:
+        bar.close()
     for qid, example in selected.items():
         answer_steps, final_step = get_steps(example)
         repeats = results[qid]

@@ -14,9 +14,9 @@ from typing import Any
 
 from ..errors import InputError
 from .labels import Label
+from .labelsets import discover_all
 from .scores import CORRECTED, STRICT, UPSTREAM, Score, sopr, sowr
 from .storage import (
-    find_label_files,
     is_preference_file,
     read_label_file,
     read_preference_file,
@@ -67,13 +67,16 @@ def load_test_ids(test_ids_dir: str | Path | None, group: str) -> list[str] | No
 
 
 def rows_from_label_file(path: Path, test_ids_dir: str | Path | None = None,
-                         evaluate_times: int | None = None) -> list[ScoreRow]:
-    """SoPR (upstream, and strict when test ids are known) or SoWR (upstream and corrected) of one file."""
-    if is_preference_file(path):
+                         evaluate_times: int | None = None, *, group: str | None = None,
+                         model: str | None = None) -> list[ScoreRow]:
+    """SoPR (upstream, and strict when test ids are known) or SoWR (upstream and corrected) of one file.
+
+    ``group`` / ``model`` name a per-model-folder file (``{model}/{group}.json``); otherwise the file name does."""
+    if group is None and is_preference_file(path):
         prefs = read_preference_file(path)
         return [ScoreRow(prefs.output, prefs.group, sowr(prefs.wins, mode=mode), reference=prefs.reference,
                          source=str(path)) for mode in (UPSTREAM, CORRECTED)]
-    labels = read_label_file(path)
+    labels = read_label_file(path, group, model)
     common = {"method": labels.method, "judge": labels.judge, "source": str(path)}
     rows = [ScoreRow(labels.model, labels.group, sopr(labels.labels, evaluate_times=evaluate_times), **common)]
     ids = load_test_ids(test_ids_dir, labels.group)
@@ -85,15 +88,12 @@ def rows_from_label_file(path: Path, test_ids_dir: str | Path | None = None,
 
 def rows_from_labels(paths: list[str | Path], test_ids_dir: str | Path | None = None,
                      evaluate_times: int | None = None, prefer: str = ".json") -> list[ScoreRow]:
-    """Rows of every label file under the paths; when a JSON and a CSV say the same, ``prefer`` wins."""
-    files: list[Path] = []
-    for path in paths:
-        files.extend(find_label_files(path))
-    stems = {(p.parent, p.stem) for p in files if p.suffix == prefer}
-    chosen = [p for p in files if p.suffix == prefer or (p.parent, p.stem) not in stems]
+    """Rows of every label file under the paths, in any layout of labelsets.py; when a JSON and a CSV say
+    the same, ``prefer`` wins. A path where no label file is recognised is an input error."""
     rows: list[ScoreRow] = []
-    for path in chosen:
-        rows.extend(rows_from_label_file(path, test_ids_dir, evaluate_times))
+    for found in discover_all(list(paths), prefer):
+        rows.extend(rows_from_label_file(found.path, test_ids_dir, evaluate_times, group=found.group,
+                                         model=found.model))
     return rows
 
 

@@ -11,7 +11,7 @@ from ..errors import InputError
 from .cache import JudgementCache
 from .fac import FacRun, judge_fac
 from .judge import FunctionJudge
-from .passrate import JudgeRun, judge_converted
+from .passrate import JudgeExecutor, JudgeRun, judge_converted
 from .results import ScoreRow, load_test_ids, write_score_file
 from .scores import STRICT, sopr
 from .storage import write_label_files, write_text_atomic
@@ -46,7 +46,8 @@ def names_from_path(path: str | Path) -> tuple[str, str]:
 
 def judge_file(converted_path: str | Path, judge: FunctionJudge, out_dir: str | Path, *, group: str, model: str,
                evaluate_times: int = 3, test_ids_dir: str | Path | None = None, concurrency: int = 4,
-               cache_path: str | Path | None = None, progress: bool = True) -> JudgeOutcome:
+               cache_path: str | Path | None = None, progress: bool = True,
+               executor: JudgeExecutor | None = None) -> JudgeOutcome:
     converted = read_converted(converted_path)
     test_ids = load_test_ids(test_ids_dir, group)
     if test_ids_dir is not None and test_ids is None:
@@ -54,7 +55,7 @@ def judge_file(converted_path: str | Path, judge: FunctionJudge, out_dir: str | 
     cache = JudgementCache(cache_path)
     started = time.time()
     run = judge_converted(converted, judge, evaluate_times=evaluate_times, test_ids=test_ids,
-                          concurrency=concurrency, cache=cache, progress=progress)
+                          concurrency=concurrency, cache=cache, progress=progress, executor=executor)
     methods = sorted({str(e["answer"].get("method")) for e in converted.values() if isinstance(e, dict)
                       and isinstance(e.get("answer"), dict) and e["answer"].get("method")})
     method = methods[0] if len(methods) == 1 else (", ".join(methods) or None)

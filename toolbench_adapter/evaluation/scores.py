@@ -45,8 +45,15 @@ class Score:
     def note(self) -> str:
         return MODE_NOTES.get((self.metric, self.mode), self.mode)
 
+    @property
+    def single_repeat(self) -> bool:
+        """One judge repeat: a std of 0 would claim a stability nobody measured."""
+        return len(self.runs) == 1
+
     def text(self, with_std: bool = True) -> str:
-        return f"{self.mean:.1f}±{self.std:.1f}" if with_std else f"{self.mean:.1f}"
+        if with_std and not self.single_repeat:
+            return f"{self.mean:.1f}±{self.std:.1f}"
+        return f"{self.mean:.1f}"
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -100,5 +107,9 @@ def average(scores: list[Score]) -> Score:
     """The README "Average" column: plain mean of the group means, plain mean of the group stds."""
     if not scores:
         raise ValueError("nothing to average")
+    repeats = {len(s.runs) for s in scores}
+    # per-repeat averages when every group has the same repeats (so one repeat stays one repeat)
+    runs = [statistics.fmean(s.runs[r] for s in scores) for r in range(repeats.pop())] if len(repeats) == 1 else []
     return Score(scores[0].metric, scores[0].mode, statistics.fmean(s.mean for s in scores),
-                 statistics.fmean(s.std for s in scores), sum(s.n for s in scores))
+                 statistics.fmean(s.std for s in scores), sum(s.n for s in scores), runs,
+                 sum(s.errors for s in scores), sum(s.missing for s in scores))

@@ -101,9 +101,11 @@ def _repeat_labels(value: Any, path: Path, qid: str) -> dict[int, Label]:
         raise InputError("is_solved keys must be repeat indices", path=path, field=f"{qid}.is_solved") from None
 
 
-def read_label_file(path: str | Path) -> LabelSet:
+def read_label_file(path: str | Path, group: str | None = None, model: str | None = None) -> LabelSet:
+    """Group and model come from the name ``{group}_{model}``, unless given (``{model}/{group}.json``)."""
     path = Path(path)
-    group, model = split_group(path.stem, path)
+    if group is None or model is None:
+        group, model = split_group(path.stem, path)
     labels: dict[str, dict[int, Label]] = {}
     entries: dict[str, dict] = {}
     if path.suffix == ".csv":

@@ -32,6 +32,7 @@ class ErrorKind(StrEnum):
     CONTROL_CHARACTERS = "control_characters"  # raw newlines/tabs inside JSON strings (decoded leniently)
     NOT_APPLICABLE = "not_applicable"  # the input is not of the kind this parser reads (openai-tools on text)
     PARSER_CRASH = "parser_crash"  # the catch-all at the contract boundary fired: a parser bug, never normal
+    INPUT_TOO_LARGE = "input_too_large"  # longer than limits.MAX_PARSE_CHARS: not parsed (bounded cost)
 
 
 class Rung(StrEnum):

@@ -10,6 +10,7 @@ from ..protocol.functions import FINISH_NAME, GIVE_ANSWER
 from .base import Call, ErrorKind, ParsedTurn, Rung
 from .finish import parse_finish
 from .ladder import decode_json
+from .limits import MAX_PARSE_CHARS
 
 
 class BaseParser(ABC):
@@ -24,6 +25,9 @@ class BaseParser(ABC):
     def parse(self, text: str) -> ParsedTurn:
         if not isinstance(text, str):
             text = "" if text is None else str(text)
+        if len(text) > MAX_PARSE_CHARS:  # a bounded cost for any input, whatever the variant does inside
+            return ParsedTurn(parser=self.name, error=ErrorKind.INPUT_TOO_LARGE,
+                              details=[f"{len(text)} characters: more than the {MAX_PARSE_CHARS} a parser reads"])
         try:
             return self._parse(text)
         except Exception as exc:  # noqa: BLE001 - contract boundary: parsers never raise

@@ -38,7 +38,8 @@ VARIANTS = ("upstream", "robust")
 
 # robust fallback: either quote, any spacing; the value runs to the matching quote (or the end)
 _ROBUST_RETURN_TYPE = re.compile(r"""["']return_type["']\s*:\s*["']([^"'\n]*)""")
-_ROBUST_FINAL_ANSWER = re.compile(r"""["']final_answer["']\s*:\s*(["'])((?:\\.|(?!\1).)*)""", re.DOTALL)
+_ROBUST_FINAL_ANSWER = re.compile(r"""["']final_answer["']\s*:\s*(["'])((?:\\.|(?!\1).)*+)""", re.DOTALL)  # *+: no
+# backtracking state per character (nothing follows the group, so giving characters back never helps)
 
 
 @dataclass

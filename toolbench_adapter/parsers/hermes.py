@@ -14,6 +14,7 @@ any block is NO_ACTION with the text as the thought (no final answer is inferred
 from __future__ import annotations
 
 import json
+import re
 
 from ..protocol.parsers import HERMES_CLOSE, HERMES_OPEN
 from .base import ErrorKind, ParsedTurn, Rung
@@ -23,6 +24,21 @@ from .contract import BaseParser, decode_arguments, finish_answer
 OPEN_TAG = HERMES_OPEN
 CLOSE_TAG = HERMES_CLOSE
 _DECODER = json.JSONDecoder()
+_SPACE = re.compile(r"\s*")  # \s is str.isspace: the same characters lstrip() drops
+
+
+class _NextTag:
+    """``text.find(tag, position)`` with a memo of the last answer, for positions that mostly grow."""
+
+    def __init__(self, text: str, tag: str):
+        self.text, self.tag = text, tag
+        self.asked, self.found = -1, -1  # the last position asked and its answer
+
+    def find(self, position: int) -> int:
+        if self.asked >= 0 and self.asked <= position and (self.found < 0 or self.found >= position):
+            return self.found  # nothing between the last question and its answer, so the answer stands
+        self.asked, self.found = position, self.text.find(self.tag, position)
+        return self.found
 
 
 class HermesParser(BaseParser):
@@ -40,10 +56,13 @@ class HermesParser(BaseParser):
             return turn
         turn.thought = text[:first].strip() or None
         kinds: list[ErrorKind] = []
+        # memoised tag searches: each block asks for the next close / open tag, and without a memo a text of
+        # many blocks and no close tag rescanned the rest of the text per block (quadratic)
+        closes, opens = _NextTag(text, CLOSE_TAG), _NextTag(text, OPEN_TAG)
         position = first
         while position >= 0:
             body_start = position + len(OPEN_TAG)
-            obj, end, kind, rung = self._block(text, body_start)
+            obj, end, kind, rung = self._block(text, body_start, closes, opens)
             turn.rung = turn.rung or rung
             kinds.append(kind)
             if obj is not None:
@@ -54,10 +73,10 @@ class HermesParser(BaseParser):
                 if call is not None:
                     turn.calls.append(call)
                     turn.final_answer = turn.final_answer or finish_answer(call, "robust")
-            close, next_open = text.find(CLOSE_TAG, end), text.find(OPEN_TAG, end)
+            close, next_open = closes.find(end), opens.find(end)
             closed = close >= 0 and (next_open < 0 or close < next_open)
             after = close + len(CLOSE_TAG) if closed else end
-            position = text.find(OPEN_TAG, after)
+            position = opens.find(after)
             if position < 0 and text[after:].strip():
                 kinds.append(ErrorKind.TRAILING_TEXT)
                 turn.details.append(f"text after the last block: {text[after:].strip()[:80]!r}")
@@ -65,20 +84,23 @@ class HermesParser(BaseParser):
         return turn
 
     @staticmethod
-    def _block(text: str, body_start: int) -> tuple[object, int, ErrorKind, Rung | None]:
+    def _block(text: str, body_start: int, closes: _NextTag, opens: _NextTag) -> tuple[object, int, ErrorKind, Rung | None]:
         """(decoded value or None, index where the block's JSON ends, error kind, rung) for one block."""
-        start = len(text) - len(text[body_start:].lstrip())
+        start = _SPACE.match(text, body_start).end()
         try:
             value, end = _DECODER.raw_decode(text, start)
         except (ValueError, RecursionError):
             pass
         else:
-            close = text.find(CLOSE_TAG, end)
-            between = text[end:close if close >= 0 else len(text)]
-            if between.strip() and OPEN_TAG not in between:
+            close = closes.find(end)
+            stop = close if close >= 0 else len(text)
+            next_open = opens.find(end)
+            if 0 <= next_open <= stop - len(OPEN_TAG):  # another block starts before this one closes
+                return value, end, ErrorKind.NONE, Rung.STRICT
+            if text[end:stop].strip():  # no open tag inside, so these slices never overlap: linear in all
                 return value, end, ErrorKind.TRAILING_TEXT, Rung.RAW_DECODE
             return value, end, ErrorKind.NONE, Rung.STRICT
-        close = text.find(CLOSE_TAG, body_start)
+        close = closes.find(body_start)
         end = close if close >= 0 else len(text)
         value, rung, kind = decode_arguments(text[body_start:end])
         if close < 0:

@@ -24,24 +24,27 @@ import warnings
 from typing import Any
 
 from .base import ErrorKind, Rung
+from .limits import KEY_MAX_CHARS, PYTHON_LITERAL_MAX_CHARS, REPAIR_MAX_CHARS
 
 _STRICT = json.JSONDecoder()
 _LENIENT = json.JSONDecoder(strict=False)
 
-# "key": "string" | number | true | false | null  (the value types a flat argument dict uses)
+# "key": "string" | number | true | false | null  (the value types a flat argument dict uses). A key never
+# opens at an escaped quote (the lookbehind) and is at most KEY_MAX_CHARS long: without both, a text of
+# escaped quotes made the search start at every quote and scan to the end from each (quadratic: minutes
+# at 256 KB). With them each character is scanned by at most one key attempt. Possessive (+) as below.
 _KEY_VALUE = re.compile(
-    r'"((?:[^"\\\n]|\\.)+)"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|true|false|null)'
+    rf'(?<!\\)"((?:[^"\\\n]|\\.){{1,{KEY_MAX_CHARS}}}+)"\s*:\s*("(?:[^"\\]|\\.)*+"|-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|true|false|null)'
 )
-
-# above this size json_repair can take tens of milliseconds on pathological text: skip it
-_REPAIR_MAX_CHARS = 200_000
 
 
 # structural characters outside strings; strings are skipped whole with the patterns below
 _STRUCTURAL = re.compile(r"""[{}"']""")
+# possessive (*+): a string body never gives characters back (none of them could close it), and without
+# backtracking points the regex engine keeps no per-character state (60 bytes a character before)
 _STRING_BODY = {
-    '"': re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL),
-    "'": re.compile(r"'(?:[^'\\]|\\.)*'", re.DOTALL),
+    '"': re.compile(r'"(?:[^"\\]|\\.)*+"', re.DOTALL),
+    "'": re.compile(r"'(?:[^'\\]|\\.)*+'", re.DOTALL),
 }
 
 
@@ -117,6 +120,8 @@ def _jsonable(value: Any) -> Any:
 
 
 def _try_python_literal(candidate: str) -> Any | None:
+    if len(candidate) > PYTHON_LITERAL_MAX_CHARS:  # the parse tree costs ~240 bytes per character
+        return None
     try:
         with warnings.catch_warnings():  # "invalid escape sequence" warnings are noise for model text
             warnings.simplefilter("ignore")
@@ -132,7 +137,7 @@ def _try_python_literal(candidate: str) -> Any | None:
 
 
 def _try_repair(text: str) -> Any | None:
-    if len(text) > _REPAIR_MAX_CHARS or ("{" not in text and "[" not in text):
+    if len(text) > REPAIR_MAX_CHARS or ("{" not in text and "[" not in text):
         return None
     try:
         from json_repair import repair_json  # imported lazily: only the repair rung needs it
@@ -152,7 +157,7 @@ def _try_key_value(text: str) -> dict | None:
     result: dict[str, Any] = {}
     for key, raw_value in pairs:
         try:
-            result[json.loads(f'"{key}"', strict=False)] = json.loads(raw_value, strict=False)
+            result[_LENIENT.decode(f'"{key}"')] = _LENIENT.decode(raw_value)  # one decoder, not one per pair
         except ValueError:
             continue
     return result or None

@@ -73,16 +73,20 @@ class OpenAIToolsParser(BaseParser):
                 turn.details.append("tool call without a function object")
                 continue
             name = function.get("name")
-            if not isinstance(name, str) or not name.strip():
+            if not isinstance(name, str):
                 kinds.append(ErrorKind.EMPTY_ACTION)
                 continue
             call_id = entry.get("id")
             raw = function.get("arguments")
             raw = "" if raw is None else raw
+            # the name is kept byte for byte, as upstream calls it: "x\n" misses every function, and ""
+            # (kept as a call, flagged empty_action) suffix-matches the first one in stb compat
             call, kind, detail, rung = arguments_call_with_rung(
-                name.strip(), raw, str(call_id) if call_id is not None else None)
+                name, raw, str(call_id) if call_id is not None else None)
             turn.rung = turn.rung or rung
-            if isinstance(raw, str) and not raw.strip():
+            if not name.strip():
+                kind, detail = ErrorKind.EMPTY_ACTION, "empty function name"
+            elif isinstance(raw, str) and not raw.strip():
                 kind, detail = ErrorKind.NO_ACTION_INPUT, "empty arguments string (cut by max_tokens?)"
             kinds.append(kind)
             if detail:

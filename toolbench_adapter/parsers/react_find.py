@@ -71,7 +71,7 @@ def _first_value_end(text: str) -> int | None:
     for decoder in (json.JSONDecoder(), json.JSONDecoder(strict=False)):
         try:
             return decoder.raw_decode(text, start)[1]
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
     return None
 

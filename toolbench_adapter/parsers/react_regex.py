@@ -22,10 +22,33 @@ from .base import Call, ErrorKind, ParsedTurn, Rung
 from .contract import BaseParser, finish_answer
 from .ladder import decode_json
 
-_ACTION_INPUT = re.compile(LEGACY_ACTION_INPUT_REGEX)
+_ACTION_INPUT = re.compile(LEGACY_ACTION_INPUT_REGEX)  # the reference; legacy_action_input() is what runs
+_INPUT_START = re.compile(r"Action Input:\s*\{")
+_INPUT_STOP = re.compile(r"[\n}]")
 _ACTION = re.compile(r"Action:[ \t]*(.*)")
 _THOUGHT = re.compile(r"Thought:[ \t]*(.*)")
 _ACTION_INPUT_LABEL = "Action Input:"
+
+
+def legacy_action_input(text: str) -> str | None:
+    """``re.search(LEGACY_ACTION_INPUT_REGEX, text).group(1)`` (None without a match), in linear time.
+
+    ``\\{.*?\\}`` without DOTALL is the ``{`` and everything up to the first ``}``, failing at a newline.
+    re.search retries at every ``Action Input:``, so a line of many ``Action Input: {`` without ``}``
+    rescanned the rest of the line from each (quadratic). Here the first ``}``/newline after a brace is
+    found once and reused by the braces before it, since none of them can stop earlier.
+    """
+    stop = -1
+    for start in _INPUT_START.finditer(text):
+        brace = start.end() - 1
+        if stop <= brace:
+            found = _INPUT_STOP.search(text, brace + 1)
+            if found is None:
+                return None
+            stop = found.start()
+        if text[stop] == "}":
+            return text[brace:stop + 1]
+    return None
 
 
 class ReactRegexParser(BaseParser):
@@ -42,8 +65,9 @@ class ReactRegexParser(BaseParser):
             turn.error = ErrorKind.NO_ACTION
             return turn
         name = action_match.group(1).rstrip()
-        input_match = _ACTION_INPUT.search(text)
-        raw = input_match.group(1) if input_match else ""
+        legacy_input = legacy_action_input(text)
+        input_match = legacy_input is not None
+        raw = legacy_input or ""
         arguments, rung = None, None
         if input_match:
             for candidate_rung, strict in ((Rung.STRICT, True), (Rung.LENIENT, False)):
@@ -58,15 +82,15 @@ class ReactRegexParser(BaseParser):
         turn.rung = rung
         turn.final_answer = finish_answer(call, "upstream")
         turn.error = self._classify(text, name, input_match, raw, arguments)
-        if input_match is None and turn.error is ErrorKind.INVALID_JSON:
+        if not input_match and turn.error is ErrorKind.INVALID_JSON:
             turn.details.append("no one-line {...} after 'Action Input:' (the legacy regex has no DOTALL)")
         return turn
 
     @staticmethod
-    def _classify(text: str, name: str, input_match: re.Match | None, raw: str, arguments: dict | None) -> ErrorKind:
+    def _classify(text: str, name: str, input_match: bool, raw: str, arguments: dict | None) -> ErrorKind:
         if not name:
             return ErrorKind.EMPTY_ACTION
-        if input_match is None:
+        if not input_match:
             if _ACTION_INPUT_LABEL not in text:
                 return ErrorKind.NO_ACTION_INPUT
             # the label is there but no one-line {...} follows it: multi-line or non-object input

@@ -78,7 +78,7 @@ def split_action_input(region: str) -> tuple[str, str, dict | None]:
     if region.startswith("{", start):
         try:
             value, end = _DECODER.raw_decode(region, start)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested deeper than the interpreter allows
             end = find_json_object_end(region, start)
             value = None
         if end is not None:

@@ -22,6 +22,7 @@ import toolbench_adapter
 from ..evaluation.storage import write_text_atomic
 from ..protocol.env import STATUS_NAMES
 from . import plots
+from .headline import facts, headline
 from .run_compare import compare_runs, summary
 from .run_data import RunData, load_run
 from .taxonomy import NO_CALL
@@ -99,16 +100,20 @@ def _run_payload(index: int, run: RunData, details: list[str]) -> dict:
                  "reasons": query.reasons, "calls": query.model_calls, "tok": stats.get("total_tokens"),
                  "wall": stats.get("wall_seconds"), "err": query.error_kinds,
                  "st": sorted(query.statuses, key=lambda s: (isinstance(s, str), s)),
-                 "fa": final_answer_text(query.final_answer), "ft": query.finish_type}
+                 "fa": final_answer_text(query.final_answer), "ft": query.finish_type, "o": query.outcome}
+        if query.failure_kind:
+            entry["fk"], entry["fd"] = query.failure_kind, query.failure_detail
         for key, name in (("ms", "model_seconds"), ("es", "env_seconds")):
             if stats.get(name) is not None:
                 entry[key] = stats[name]
         queries.append(entry)
-        block = {"nodes": query.nodes, "fa_raw": query.final_answer}
+        # "prompts" after "nodes" and "fa_raw": the page's search reads the block's text up to that key
+        block = {"nodes": query.nodes, "fa_raw": query.final_answer, "prompts": query.prompts, "calls": query.calls}
         details.append(f'<script type="application/json" id="d{index}_{number}">{script_json(block)}</script>')
     errors, error_queries, status, status_queries = _taxonomy(run)
     return {
         "name": run.name, "path": str(run.path), "parser": run.parser, "notes": run.notes,
+        "facts": facts(run), "headline": headline(run),
         "manifest": run.manifest, "judges": run.judges, "labelFiles": run.label_files, "groups": groups,
         "boards": [{"caption": b.caption, "header": b.header(), "rows": b.body(), "footnote": b.footnote}
                    for b in run.boards()],
@@ -151,7 +156,8 @@ def _compare_payload(runs: list[RunData]) -> dict:
     return {
         "summary": summary(rows),
         "groups": groups,
-        "figs": [_figure("Pass rate per group, all runs", plots.pass_rate(runs), "no run is evaluated")],
+        "figs": [_figure("Pass rate per group, all runs", plots.pass_rate(runs),
+                         "no run is evaluated" if not any(r.score_rows for r in runs) else "one bar only")],
         "rows": [{"g": row.group, "id": row.query_id, "q": row.query, "rank": row.rank,
                   "cells": [None if cell is None else positions[run][cell.key] for run, cell in enumerate(row.cells)]}
                  for row in rows],

@@ -21,7 +21,7 @@ JSON_KINDS = {ErrorKind.INVALID_JSON, ErrorKind.TRUNCATED_JSON, ErrorKind.NOT_AN
               ErrorKind.PYTHON_LITERAL, ErrorKind.CONTROL_CHARACTERS, ErrorKind.SCHEMA_VIOLATION}
 CUT_KINDS = {ErrorKind.TRAILING_TEXT, ErrorKind.HALLUCINATED_OBSERVATION, ErrorKind.MULTIPLE_ACTIONS}
 NO_CALL_KINDS = {ErrorKind.EMPTY_OUTPUT, ErrorKind.NO_ACTION, ErrorKind.NO_ACTION_INPUT, ErrorKind.EMPTY_ACTION,
-                 ErrorKind.MISSING_FIELD, ErrorKind.BAD_LINE, ErrorKind.ERROR_FIELD}
+                 ErrorKind.MISSING_FIELD, ErrorKind.BAD_LINE, ErrorKind.ERROR_FIELD, ErrorKind.INPUT_TOO_LARGE}
 
 # label lines as the robust ReAct reader sees them (any spacing around the colon, at a line start)
 _OBSERVATION_LINE = re.compile(r"(?m)^[ \t]*(?:Observation|Function)[ \t]*:")

@@ -60,15 +60,18 @@ class Comparison:
         return None if turn is None else call_signature(turn)
 
     def agreement(self) -> dict[tuple[str, str], tuple[int, int]]:
-        """(a, b) -> (texts where both agree, texts where both apply)."""
+        """(a, b) -> (texts where both agree, texts where both apply and at least one read a call).
+        Two parsers that both read nothing do not "agree": that would make formats that never match look
+        like perfect agreement."""
         matrix = {}
         for a in self.parsers:
             for b in self.parsers:
                 same = both = 0
                 for index in range(len(self.outputs)):
-                    key_a, key_b = self.call_key(a, index), self.call_key(b, index)
-                    if key_a is None or key_b is None:
+                    turn_a, turn_b = self.turns[a][index], self.turns[b][index]
+                    if turn_a is None or turn_b is None or not (turn_a.calls or turn_b.calls):
                         continue
+                    key_a, key_b = call_signature(turn_a), call_signature(turn_b)
                     both += 1
                     same += key_a == key_b
                 matrix[(a, b)] = (same, both)
@@ -77,6 +80,10 @@ class Comparison:
     def matching_parsers(self) -> list[str]:
         """Parsers that decoded at least one call here: a format that never matches says nothing."""
         return [name for name in self.parsers if self.stats[name].with_call]
+
+    def inapplicable_parsers(self) -> list[str]:
+        """Parsers that read no call from any output: folded into one line in what people read."""
+        return [name for name in self.parsers if not self.stats[name].with_call]
 
     def disagreements(self) -> list[int]:
         """Outputs where the matching parsers do not all give the same calls."""
@@ -92,6 +99,11 @@ class Comparison:
 def call_signature(turn: ParsedTurn) -> str:
     """What "the same call" means: the same names with the same decoded arguments, in order."""
     return json.dumps([[c.name, c.arguments] for c in turn.calls], sort_keys=True, ensure_ascii=False)
+
+
+def inapplicable_line(result: Comparison) -> str:
+    names = result.inapplicable_parsers()
+    return f"read no call from any of the {len(result.outputs)} outputs (format does not apply): {', '.join(names)}"
 
 
 def resolve_parser_names(spec: str) -> list[str]:
@@ -248,15 +260,18 @@ def summary_markdown(result: Comparison, inputs: list[str]) -> str:
                 "agreement matrix), not failed.", ""]
     out += ["## Per parser", "", "| parser | applicable | parsed | parsed share | clean | median µs |",
             "|---|---:|---:|---:|---:|---:|"]
-    for name in result.parsers:
+    for name in result.matching_parsers():
         s = result.stats[name]
         out.append(f"| {name} | {s.applicable} | {s.with_call} | {s.parsed_share:.1%} | "
                    f"{s.errors.get('none', 0)} | {s.median_us:.1f} |")
+    if result.inapplicable_parsers():
+        out += ["", inapplicable_line(result) + " (all rows are in parsers.csv)"]
     out += ["", "## Error kinds (turns per kind)", ""]
     out += _markdown_table(_counter_rows(result, "errors", "error kind"))
     out += ["", "## JSON ladder rungs (turns per rung that produced the arguments)", ""]
     out += _markdown_table(_counter_rows(result, "rungs", "rung"))
-    out += ["", "## Agreement (share of outputs where both give the same call names and arguments)", ""]
+    out += ["", "## Agreement (share of outputs where both give the same call names and arguments, among the "
+            "outputs where at least one of the two read a call; n/a: neither ever did)", ""]
     out += _markdown_table(_agreement_rows(result))
     disagreements = result.disagreements()
     matching = result.matching_parsers()

@@ -1,6 +1,7 @@
 """The report's figures (matplotlib, PNG bytes): pass rate per group with std bars, error kinds and status
 codes per group, model calls per query, latency per query. A figure with nothing to show is None, so the
-page can say why instead of drawing an empty frame."""
+page can say why instead of drawing an empty frame; so is a figure of one bar (one group of one run, every
+query with the same number of calls), which says no more than the number beside it."""
 
 from __future__ import annotations
 
@@ -41,8 +42,8 @@ def pass_rate(runs: list[RunData]) -> bytes | None:
         cells.append(scores)
     groups = [g for run in runs for g in run.groups]
     groups = list(dict.fromkeys(g for g in groups if any(g in scores for scores in cells)))
-    if not groups:
-        return None
+    if len(groups) * len(runs) < 2:
+        return None  # nothing, or one bar: the headline says it
     plt = _pyplot()
     figure, axis = plt.subplots(figsize=(max(4.5, 1.4 * len(groups) * max(1, len(runs)) ** 0.5), 3.2))
     width = 0.8 / len(runs)
@@ -69,8 +70,9 @@ def error_kinds(run: RunData) -> bytes | None:
         errors[query.group].update({k: n for k, n in query.errors.items() if k != "none"})
         statuses[query.group].update({k: n for k, n in query.statuses.items()
                                       if k not in (STATUS_NORMAL, STATUS_FINAL)})
-    if not any(errors.values()) and not any(statuses.values()):
-        return None
+    bars = sum(len(c) for c in errors.values()) + sum(len(c) for c in statuses.values())
+    if bars < 2:
+        return None  # nothing, or one bar
     plt = _pyplot()
     figure, axes = plt.subplots(1, 2, figsize=(9, 3.2))
     for axis, counts, title in ((axes[0], errors, "parse error kinds"),
@@ -93,8 +95,8 @@ def error_kinds(run: RunData) -> bytes | None:
 
 def steps_per_query(run: RunData) -> bytes | None:
     calls = [q.model_calls for q in run.queries if q.model_calls is not None]
-    if not calls:
-        return None
+    if len(set(calls)) < 2:
+        return None  # nothing, or every query made the same number of calls: one bar
     plt = _pyplot()
     figure, axis = plt.subplots(figsize=(4.5, 3.2))
     axis.hist(calls, bins=min(30, max(1, max(calls) - min(calls) + 1)), color="#4c72b0")
@@ -106,8 +108,8 @@ def steps_per_query(run: RunData) -> bytes | None:
 
 def latency(run: RunData) -> bytes | None:
     walls = [q.stats["wall_seconds"] for q in run.queries if q.stats.get("wall_seconds") is not None]
-    if not walls:
-        return None
+    if len(set(walls)) < 2:
+        return None  # nothing, or one bar
     plt = _pyplot()
     figure, axis = plt.subplots(figsize=(4.5, 3.2))
     axis.hist(walls, bins=30, color="#dd8452")
@@ -121,8 +123,12 @@ def latency(run: RunData) -> bytes | None:
 def run_figures(run: RunData) -> list[tuple[str, bytes | None, str]]:
     """(title, PNG or None, why there is none) for one run's page."""
     return [
-        ("Pass rate per group", pass_rate([run]), "not evaluated: no judge scores"),
-        ("Error kinds per group", error_kinds(run), "no parse errors and no abnormal status codes"),
-        ("Steps per query", steps_per_query(run), "no per-query model-call counts"),
-        ("Latency", latency(run), "no queries.jsonl (timings are written by `tba run`)"),
+        ("Pass rate per group", pass_rate([run]),
+         "one group: the headline gives its score" if run.score_rows else "not evaluated: no judge scores"),
+        ("Error kinds per group", error_kinds(run), "at most one kind of parse error or abnormal status code"),
+        ("Steps per query", steps_per_query(run), "every query made the same number of model calls"
+         if any(q.model_calls is not None for q in run.queries) else "no per-query model-call counts"),
+        ("Latency", latency(run), "fewer than two distinct query times"
+         if any(q.stats.get("wall_seconds") is not None for q in run.queries)
+         else "no queries.jsonl (timings are written by `tba run`)"),
     ]

@@ -1,18 +1,20 @@
 """Per-query outcomes of two or more runs side by side (runs of different models, or parser variants over
 the same queries), disagreements first.
 
-A query's outcome in one run is (win, valid, label); its trace is the sequence of calls made (name and
-raw arguments and status code, in tree order) plus the parse error kinds met. Rank: 2 = the outcomes differ (or the query is
-missing from a run), 1 = same outcome but a different trace, 0 = the same.
+A query's outcome in one run is (finished or infrastructure failure, win, valid, judge label); the label
+counts only when every run judged the query (an unjudged run has no verdict to differ from). Its trace is the
+sequence of calls made (name and raw arguments and status code, in tree order) plus the parse error kinds
+met. Rank: 2 = the outcomes differ, 1 = same outcome but a different trace, 0 = the same, -1 = the query is
+missing from a run (counted apart: two runs over different query sets do not "differ" on the rest).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .run_data import QueryData, RunData
+from .run_data import INFRA_FAILURE, QueryData, RunData
 
-OUTCOME_DIFFERS, TRACE_DIFFERS, SAME = 2, 1, 0
+OUTCOME_DIFFERS, TRACE_DIFFERS, SAME, MISSING = 2, 1, 0, -1
 
 
 @dataclass
@@ -24,8 +26,8 @@ class CompareRow:
     rank: int
 
 
-def outcome(query: QueryData) -> tuple:
-    return query.win, query.valid, query.label
+def outcome(query: QueryData, with_label: bool = True) -> tuple:
+    return (query.outcome == INFRA_FAILURE, query.win, query.valid) + ((query.label,) if with_label else ())
 
 
 def trace(query: QueryData) -> tuple:
@@ -39,7 +41,10 @@ def trace(query: QueryData) -> tuple:
 
 
 def rank_of(cells: list[QueryData | None]) -> int:
-    if any(cell is None for cell in cells) or len({outcome(c) for c in cells}) > 1:
+    if any(cell is None for cell in cells):
+        return MISSING
+    judged = all(c.labels for c in cells)
+    if len({outcome(c, with_label=judged) for c in cells}) > 1:
         return OUTCOME_DIFFERS
     if len({trace(c) for c in cells}) > 1:
         return TRACE_DIFFERS
@@ -67,4 +72,7 @@ def compare_runs(runs: list[RunData]) -> list[CompareRow]:
 
 def summary(rows: list[CompareRow]) -> dict[str, int]:
     return {"queries": len(rows), "outcome_differs": sum(r.rank == OUTCOME_DIFFERS for r in rows),
-            "trace_differs": sum(r.rank == TRACE_DIFFERS for r in rows), "same": sum(r.rank == SAME for r in rows)}
+            "trace_differs": sum(r.rank == TRACE_DIFFERS for r in rows), "same": sum(r.rank == SAME for r in rows),
+            "missing": sum(r.rank == MISSING for r in rows),
+            "missing_per_run": [sum(r.cells[i] is None for r in rows) for i in range(len(rows[0].cells))]
+            if rows else []}

@@ -3,6 +3,10 @@ query's trajectory with its step records and re-parses.
 
 Works on folders written by ``tba run`` (evaluated or not) and on plain folders of upstream answer files
 (``{group}/{qid}_{method}.json``, no manifest): what is missing is said in ``notes``, never guessed.
+
+Each query carries its outcome from ``queries.jsonl``: "finished" or "infra_failure" (with a failure kind and
+detail); an infra-failed query has no answer file at the upstream path, its partial tree (if any) lies under
+``failed/``. Runs written before outcomes were recorded read "unknown".
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..answers.read import iter_answer_files, load_answer
+from ..answers.read import iter_answer_files, load_answer, split_file_name
 from ..errors import InputError
 from ..evaluation.labels import Label
 from ..evaluation.results import ScoreRow, is_score_file, read_score_file, rows_from_labels
@@ -20,13 +24,16 @@ from ..evaluation.storage import find_label_files, is_preference_file, read_labe
 from ..parsers import get_parser
 from ..queries import GROUPS, is_group_name
 from . import tables
-from .trajectories import answer_nodes, attach_parses, attach_records, step_counts
+from .step_prompts import dialect_of, render_prompts
+from .trajectories import answer_nodes, attach_parses, attach_records, group_calls, step_counts
 
 MANIFEST = "manifest.json"
 STEPS = "steps.jsonl"
 QUERY_STATS = "queries.jsonl"
 EVAL_DIR = "eval"
-NO_LABEL = "none"
+FAILED_DIR = "failed"
+NO_LABEL = "none"  # the filter value of a query nobody judged; the page shows it as "unjudged"
+FINISHED, INFRA_FAILURE, UNKNOWN = "finished", "infra_failure", "unknown"
 
 
 @dataclass
@@ -45,6 +52,11 @@ class QueryData:
     stats: dict = field(default_factory=dict)  # queries.jsonl: query_count, total_tokens, seconds
     labels: list[str] = field(default_factory=list)  # one per judge repeat
     reasons: list[str] = field(default_factory=list)
+    outcome: str = UNKNOWN  # finished | infra_failure | unknown (a run written before outcomes existed)
+    failure_kind: str | None = None
+    failure_detail: str | None = None
+    prompts: dict | None = None  # step_prompts.render_prompts: each model call's prompt, reconstructed
+    calls: list[dict] = field(default_factory=list)  # trajectories.group_calls: one per model call
 
     @property
     def key(self) -> tuple[str, str]:
@@ -118,22 +130,51 @@ def load_run(run_dir: str | Path, parser: str | None = None, name: str | None = 
         notes.append("no steps.jsonl: status codes come from the answer files, parse errors from re-parsing")
     stats = _read_query_stats(run_dir / QUERY_STATS)
     reparse = _text_parser(parser, notes)
+    dialect = dialect_of(manifest)
+    if dialect is None:
+        notes.append("dialect unknown: the prompts each model call received are not reconstructed")
     queries: list[QueryData] = []
+
+    def read(path: Path, group: str, failed: bool) -> None:
+        answer = load_answer(path, group=group)
+        nodes = answer_nodes(answer.data)
+        if reparse is not None:
+            attach_parses(nodes, reparse)
+        attach_records(nodes, (records or {}).get((answer.group, answer.query_id, answer.method), []))
+        errors, statuses = step_counts(nodes)
+        prompts = render_prompts(answer.data, nodes, dialect)
+        if prompts is not None:
+            prompts["run_code"] = (manifest or {}).get("code_version")
+        calls = group_calls(nodes)
+        generation = answer.generation
+        record = stats.get((answer.group, answer.query_id), {"query_count": generation.get("query_count")})
+        query = QueryData(
+            group=answer.group, query_id=answer.query_id, method=answer.method,
+            query=str(generation.get("query", "")), win=bool(answer.data.get("win")) and not failed,
+            valid=answer.valid and not failed, final_answer=str(generation.get("final_answer") or ""),
+            finish_type=generation.get("finish_type"), nodes=nodes, errors=errors, statuses=statuses,
+            stats=record, prompts=prompts, calls=calls)
+        _set_outcome(query, record, failed)
+        queries.append(query)
+
     for group_dir in group_dirs(run_dir):
         for path in iter_answer_files(group_dir, order="numeric"):
-            answer = load_answer(path, group=group_dir.name)
-            nodes = answer_nodes(answer.data)
-            if reparse is not None:
-                attach_parses(nodes, reparse)
-            attach_records(nodes, (records or {}).get((answer.group, answer.query_id, answer.method), []))
-            errors, statuses = step_counts(nodes)
-            generation = answer.generation
-            queries.append(QueryData(
-                group=answer.group, query_id=answer.query_id, method=answer.method,
-                query=str(generation.get("query", "")), win=bool(answer.data.get("win")), valid=answer.valid,
-                final_answer=str(generation.get("final_answer") or ""), finish_type=generation.get("finish_type"),
-                nodes=nodes, errors=errors, statuses=statuses,
-                stats=stats.get((answer.group, answer.query_id), {"query_count": generation.get("query_count")})))
+            read(path, group_dir.name, failed=False)
+    seen = {q.key for q in queries}
+    if (run_dir / FAILED_DIR).is_dir():
+        for group_dir in group_dirs(run_dir / FAILED_DIR):
+            for path in iter_answer_files(group_dir, order="numeric"):
+                if (group_dir.name, split_file_name(path.name)[0]) not in seen:  # redone and finished since
+                    read(path, group_dir.name, failed=True)
+    seen = {q.key for q in queries}
+    method = ((manifest or {}).get("config") or {}).get("method") or ""
+    for key, record in stats.items():  # infra-failed queries that left no tree at all
+        if key not in seen and record.get("outcome") == INFRA_FAILURE:
+            query = QueryData(group=key[0], query_id=key[1], method=method, query=str(record.get("query") or ""),
+                              win=False, valid=False, final_answer="", finish_type=None, nodes=[],
+                              errors=Counter(), statuses=Counter(), stats=record)
+            _set_outcome(query, record, True)
+            queries.append(query)
     if not queries:
         raise InputError("the run folder holds no answer files", path=run_dir,
                          fix="pass a folder written by `tba run` ({group}/{qid}_{method}.json)")
@@ -141,6 +182,16 @@ def load_run(run_dir: str | Path, parser: str | None = None, name: str | None = 
                   parser=parser, queries=queries, notes=notes)
     _read_evaluation(run, run_dir / EVAL_DIR)
     return run
+
+
+def _set_outcome(query: QueryData, record: dict, failed: bool) -> None:
+    outcome = record.get("outcome")
+    if failed or outcome == INFRA_FAILURE:
+        query.outcome = INFRA_FAILURE
+        query.failure_kind = record.get("failure_kind") or UNKNOWN
+        query.failure_detail = record.get("failure_detail")
+    elif outcome == FINISHED:
+        query.outcome = FINISHED
 
 
 def _text_parser(name: str | None, notes: list[str]):

@@ -22,6 +22,7 @@ from ..queries import GROUP_LABELS
 COLUMNS = list(GROUP_LABELS)  # README SoPR order: I1 Inst, I1 Cat, I1 Tool, I2 Cat, I2 Inst, I3 Inst
 AVERAGE = "Average"
 MISSING = "–"
+SCORED_ANYWAY = "†"  # a row scored although its run holds infrastructure failures (tba evaluate --score-anyway)
 
 
 @dataclass
@@ -46,6 +47,7 @@ class Leaderboard:
     note: str
     judges: list[str]
     rows: list[BoardRow]
+    marks: list[str] = field(default_factory=list)  # footnotes of marked rows (SCORED_ANYWAY)
 
     @property
     def with_std(self) -> bool:
@@ -75,9 +77,9 @@ class Leaderboard:
 
     @property
     def footnote(self) -> str | None:
-        if all(row.complete for row in self.rows):
-            return None
-        return "* average over the groups present only"
+        notes = [] if all(row.complete for row in self.rows) else ["* average over the groups present only"]
+        notes += self.marks
+        return "\n".join(notes) or None
 
 
 def row_name(row: ScoreRow) -> str:
@@ -85,7 +87,10 @@ def row_name(row: ScoreRow) -> str:
     return f"{name} vs {row.reference}" if row.reference else name
 
 
-def build_leaderboards(rows: list[ScoreRow]) -> list[Leaderboard]:
+def build_leaderboards(rows: list[ScoreRow], scored_anyway: dict[str, str] | None = None) -> list[Leaderboard]:
+    """``scored_anyway``: model -> why its rows are marked (a run scored with infrastructure failures): the
+    row name gets SCORED_ANYWAY and the board a footnote saying why."""
+    scored_anyway = scored_anyway or {}
     boards: OrderedDict[tuple[str, str], Leaderboard] = OrderedDict()
     for row in rows:
         key = (row.score.metric, row.score.mode)
@@ -95,6 +100,11 @@ def build_leaderboards(rows: list[ScoreRow]) -> list[Leaderboard]:
         if row.judge and row.judge not in board.judges:
             board.judges.append(row.judge)
         name = row_name(row)
+        if row.model in scored_anyway:
+            name = f"{name} {SCORED_ANYWAY}"
+            mark = f"{SCORED_ANYWAY} {row_name(row)}: {scored_anyway[row.model]}"
+            if mark not in board.marks:
+                board.marks.append(mark)
         target = next((r for r in board.rows if r.name == name), None)
         if target is None:
             target = BoardRow(name)
@@ -127,7 +137,7 @@ def _latex_escape(text: str) -> str:
     for char, repl in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("_", r"\_"), ("#", r"\#"),
                        ("$", r"\$"), ("{", r"\{"), ("}", r"\}")):
         text = text.replace(char, repl)
-    return text.replace("±", r"$\pm$").replace("–", "--")
+    return text.replace("±", r"$\pm$").replace("–", "--").replace(SCORED_ANYWAY, r"$\dagger$")
 
 
 def to_latex(board: Leaderboard) -> str:

@@ -8,7 +8,8 @@ Thought nodes are re-parsed with the run's text parser to show the parse and whe
 
 Node keys (short, the page embeds thousands of them): t (T Thought, A Action, I Action Input, try), d
 (description: raw output / function name / raw arguments), z (depth), o (observation), c (status code),
-pr / fin (pruned / finished), parse (re-parse of a Thought), rec (its step record).
+pr / fin (pruned / finished), parse (re-parse of a Thought), rec (its step record), mc (the model call it
+came from, when its prompt could be reconstructed: see step_prompts).
 """
 
 from __future__ import annotations
@@ -71,13 +72,61 @@ def attach_records(nodes: list[dict], records: list[dict]) -> int:
     return matched
 
 
+# step-record fields shown per model call and per tool call, when the run recorded them (newer runs)
+RECORD_FIELDS = {"turn": "turn", "prompt_tokens": "pt", "completion_tokens": "ct", "model_latency_s": "ml",
+                 "finish_reason": "fr", "reply_kind": "rk", "http_status": "hs", "attempts": "at",
+                 "latency_s": "tl"}
+
+
 def _compact_record(record: dict) -> dict:
     out = {"e": record.get("error"), "r": record.get("rung"), "s": record.get("status"), "src": record.get("source")}
+    out.update({short: record.get(name) for name, short in RECORD_FIELDS.items()})
     if record.get("detail"):
         out["det"] = str(record["detail"])
     if record.get("suffix_match_differs"):
         out["sm"] = 1
     return {k: v for k, v in out.items() if v is not None}
+
+
+def group_calls(nodes: list[dict]) -> list[dict]:
+    """Number the model calls of a trajectory: each node gets ``k`` (its call's index); returns one dict per
+    call with what the step records say about it (turn, tokens, latency, finish reason) and ``mc`` (its
+    reconstructed prompt, see step_prompts).
+
+    A call is a Thought and/or its Action + Action Input pairs. The step records' ``turn`` tells two calls
+    apart where the nodes cannot (a call without text right after another's Action Input); without
+    records, a Thought or a reconstructed prompt starts a call."""
+    keys: list[tuple | None] = [None] * len(nodes)
+    for index, node in enumerate(nodes):
+        turn = (node.get("rec") or {}).get("turn")
+        if turn is not None and node["t"] in ("I", "T"):
+            keys[index] = ("turn", turn)
+    for index in reversed(range(len(nodes) - 1)):  # an Action takes its Input's turn, a Thought its Action's
+        node, following = nodes[index], nodes[index + 1]
+        if keys[index] is None and node["t"] in ("A", "T") and following["t"] in ("A", "I") \
+                and following["z"] == node["z"] + 1:
+            keys[index] = keys[index + 1]
+    calls: list[dict] = []
+    previous = None
+    for index, node in enumerate(nodes):
+        if node["t"] == "try":
+            previous = None
+            continue
+        key = keys[index] or (("mc", node["mc"]) if "mc" in node else None)
+        if key is None:
+            key = ("T", index) if node["t"] == "T" or previous is None else previous
+        if key != previous:
+            calls.append({"turn": key[1] if key[0] == "turn" else None})
+        call = calls[-1]
+        node["k"] = len(calls) - 1
+        if "mc" in node:
+            call["mc"] = node["mc"]
+        record = node.get("rec") or {}
+        for name in ("pt", "ct", "ml", "fr"):
+            if record.get(name) is not None and name not in call:
+                call[name] = record[name]
+        previous = key
+    return [{k: v for k, v in call.items() if v is not None} for call in calls]
 
 
 def attach_parses(nodes: list[dict], parse) -> None:

@@ -18,15 +18,13 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any
 
-from .names import ApiKey
+from ..fileio import write_text_atomic
+from .names import SIMULATED_DIR, ApiKey
 
-SIMULATED_DIR = "_simulated"
 log = logging.getLogger(__name__)
 
 
@@ -96,21 +94,12 @@ class _Store:
 
 
 def write_json_atomic(path: Path, data: Any, root: Path) -> None:
-    """temp file in the same folder + os.replace: readers see the old file or the new one, never half."""
+    """temp file in the same folder + os.replace (fileio): readers see the old file or the new one, never half."""
     resolved_root = root.resolve()
     target = path.resolve()
     if resolved_root not in target.parents:
         raise ValueError(f"refusing to write {target}: outside {resolved_root}")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    handle = tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=target.parent, prefix=f".{target.name}.",
-                                         suffix=".tmp", delete=False)
-    try:
-        with handle:
-            json.dump(data, handle, indent=2, ensure_ascii=False)
-        os.replace(handle.name, target)
-    except BaseException:
-        Path(handle.name).unlink(missing_ok=True)
-        raise
+    write_text_atomic(target, json.dumps(data, indent=2, ensure_ascii=False))
 
 
 class ResponseCache:

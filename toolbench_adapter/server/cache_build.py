@@ -22,11 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..answers.read import UnusableAnswer, expand_answer_inputs, read_recorded
+from ..answers.recorded_query import QueryResolver
 from ..env.lookup import suffix_match
 from ..errors import InputError
+from ..fileio import OutputPathError, output_path_error
 from ..protocol import env as E
 from ..protocol.functions import FINISH_NAME
-from ..queries import GROUPS, QuerySet
+from ..queries import GROUPS
 from ..toolset import build_toolset
 from .cache import write_json_atomic
 from .names import api_key_for
@@ -56,24 +59,17 @@ class BuildReport:
     skipped_files: Counter = field(default_factory=Counter)  # reason -> answer files
     conflicts: int = 0
     reconstructed: int = 0  # entries rebuilt from observations stored cut at 1024 characters
+    refused: list[dict] = field(default_factory=list)  # {"path", "reason", "message"} per file not used
 
     def as_dict(self) -> dict:
         return {"answer_files": self.answer_files, "calls": self.calls, "entries": self.entries,
                 "api_files": self.api_files, "conflicts": self.conflicts,
                 "reconstructed_truncated": self.reconstructed, "skipped_calls": dict(self.skipped),
-                "skipped_files": dict(self.skipped_files)}
+                "skipped_files": dict(self.skipped_files), "refused_files": self.refused}
 
 
 def answer_files(paths: list[str | Path]) -> Iterator[Path]:
-    for path in paths:
-        path = Path(path)
-        if path.is_file():
-            yield path
-        elif path.is_dir():
-            yield from sorted(p for p in path.rglob("*.json") if p.is_file())
-        else:
-            raise InputError("answer folder or file not found", path=path,
-                             fix="pass folders holding {group}/{query_id}_{method}.json answer files")
+    yield from expand_answer_inputs(paths)
 
 
 def identify(path: Path) -> tuple[str, int] | None:
@@ -233,9 +229,30 @@ def _decode_arguments(arguments: str) -> tuple[Any, str | None]:
         return None, "arguments_not_json"  # the server answered "Tool input parse error": nothing to key
 
 
+def not_replayable(answer: dict) -> dict[tuple[str, str], str]:
+    """(name, arguments) -> why the recorded answer of that call cannot be served byte for byte from a cache
+    (calls the client answers itself, Finish and status 1, are not listed: they need no cache)."""
+    reasons: dict[tuple[str, str], str] = {}
+    for call in recorded_calls(answer):
+        if _skip_reason(call) in ("finish", "no_such_function"):
+            continue
+        reason = _skip_reason(call)
+        if reason is None:
+            reason = _decode_observation(call.observation)[1]
+            reason = None if reason == "reconstructed_truncated" else reason
+        reason = reason or _decode_arguments(call.arguments)[1]
+        if reason is not None:
+            reasons.setdefault((call.name, call.arguments), reason)
+    return reasons
+
+
 class CacheBuilder:
-    def __init__(self, stb_root: str | Path | None):
-        self.queries = QuerySet(stb_root)
+    """``isolate``: every file's calls route under its own category (what ``tba replay`` does), so two
+    recordings of the same call never conflict. Otherwise queries from a query set keep their categories
+    and only queries read from answer files get one of their own (``answer_{digest}``)."""
+
+    def __init__(self, stb_root: str | Path | None, queries_file: str | Path | None = None, isolate: bool = False):
+        self.resolver = QueryResolver(stb_root, queries_file, isolate=isolate)
         self.report = BuildReport()
         self.entries: dict[str, dict[str, Any]] = {}  # relative path -> key -> answer
 
@@ -243,27 +260,26 @@ class CacheBuilder:
         for path in answer_files(paths):
             self.add_file(path)
 
-    def add_file(self, path: Path) -> None:
-        identity = identify(path)
-        if identity is None:
-            self.report.skipped_files["not_an_answer_file_name"] += 1
-            return
+    def _refuse(self, path: Path, reason: str, message: str) -> None:
+        self.report.skipped_files[reason] += 1
+        self.report.refused.append({"path": str(path), "reason": reason, "message": message})
+
+    def add_file(self, path: Path) -> bool:
+        """Add one file's calls; False (and the reason recorded) when the file cannot be used."""
         try:
-            answer = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            log.warning("%s skipped: %s", path, exc)
-            self.report.skipped_files["unreadable"] += 1
-            return
-        if not isinstance(answer, dict) or "answer_generation" not in answer:
-            self.report.skipped_files["not_an_answer_file"] += 1
-            return
-        group, query_id = identity
-        try:
-            toolset = build_toolset(self.queries.get(group, query_id))
+            answer = read_recorded(path)
+            resolved = self.resolver.resolve(answer)
+            toolset = build_toolset(resolved.query, answer.flavour)
+        except UnusableAnswer as exc:
+            self._refuse(path, exc.reason, exc.problem)
+            return False
         except InputError as exc:
-            log.warning("%s skipped: %s", path, exc.problem)
-            self.report.skipped_files["query_not_found"] += 1
-            return
+            self._refuse(path, "query_not_found", exc.problem)
+            return False
+        self.add_answer(answer.data, toolset)
+        return True
+
+    def add_answer(self, answer: dict, toolset) -> None:
         self.report.answer_files += 1
         # route as the run did: against the function list the model saw (answer_generation.function)
         recorded = [f.get("function", f).get("name") for f in answer["answer_generation"].get("function") or []
@@ -307,7 +323,14 @@ class CacheBuilder:
     def write(self, out: str | Path) -> BuildReport:
         """Merge into ``out`` (existing entries win) with atomic per-file writes."""
         root = Path(out)
-        root.mkdir(parents=True, exist_ok=True)
+        for rel in self.entries:  # before the first write: a folder at a file's name would stop us half-way
+            if (root / rel).is_dir():
+                raise OutputPathError("a folder has the name this cache file needs", path=root / rel,
+                                      fix="remove that folder or choose another --out folder")
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise output_path_error(root, exc) from None
         total = 0
         for rel, entries in sorted(self.entries.items()):
             path = root / rel
@@ -329,7 +352,26 @@ class CacheBuilder:
         return self.report
 
 
-def build_cache(answers: list[str | Path], stb_root: str | Path | None, out: str | Path) -> BuildReport:
-    builder = CacheBuilder(stb_root)
+def build_cache(answers: list[str | Path], stb_root: str | Path | None, out: str | Path,
+                queries_file: str | Path | None = None) -> BuildReport:
+    """Raises InputError, writing nothing, when no file could be used (each file's reason in the message)."""
+    builder = CacheBuilder(stb_root, queries_file)
     builder.add_paths(answers)
+    if builder.report.answer_files == 0:
+        raise InputError(no_usable_files_message(builder.report), path=", ".join(map(str, answers)),
+                         fix="pass answer files (CoT trys or a DFS tree with answer_generation); a file without "
+                         "its query text needs --stb-root or --queries holding that query")
     return builder.write(out)
+
+
+def no_usable_files_message(report: BuildReport, limit: int = 20) -> str:
+    if not report.refused:
+        return "no answer files (*.json) in the inputs"
+    lines = [f"no answer file could be used ({len(report.refused)} refused"
+             + (": " + ", ".join(f"{k} {v}" for k, v in sorted(report.skipped_files.items())) if report.refused else "")
+             + ")"]
+    for item in report.refused[:limit]:
+        lines.append(f"  {item['path']}: {item['reason']}: {item['message']}")
+    if len(report.refused) > limit:
+        lines.append(f"  ... and {len(report.refused) - limit} more")
+    return "\n".join(lines)

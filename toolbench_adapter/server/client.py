@@ -1,25 +1,23 @@
 """Client for the /virtual protocol (StableToolBench's server, ours, or a MirrorAPI server).
 
-Sends upstream's payload, retries what is worth retrying (connection errors, timeouts, 5xx) with capped
-exponential backoff, paces calls with a shared token bucket, and never raises to the caller: every
-failure becomes a ``ServerReply`` whose answer is the dict upstream's client would have built.
-Thread-safe: one client serves all threads of a run (each thread gets its own requests.Session).
+Sends upstream's payload through the one HTTP layer (toolbench_adapter/transport.py: retries, fault
+kinds, the shared token bucket) and never raises to the caller: every failure becomes a ``ServerReply``
+whose answer is the dict upstream's client would have built. Thread-safe: one client serves all threads
+of a run (each thread gets its own requests.Session). Given several URLs (servers with the same cache and
+tools), each call goes to the one with the fewest calls in flight (transport.EndpointPool).
 """
 
 from __future__ import annotations
 
-import threading
-import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 from urllib.parse import urlsplit
 
-import requests
-from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
-
 from ..protocol import env as E
 from ..protocol import server as S
+from ..transport import FaultKind, HttpResult, HttpTransport, RetryPolicy, url_list
 from .ratelimit import RateLimiter, shared_limiter
 
 SOURCE_HEADER = "X-TBA-Source"  # our server names where an answer came from (cache, simulator, ...)
@@ -27,10 +25,24 @@ SOURCE_HEADER = "X-TBA-Source"  # our server names where an answer came from (ca
 
 class ReplyKind(StrEnum):
     OK = "ok"  # HTTP 200 with a JSON body
-    HTTP_ERROR = "http_error"  # HTTP status != 200 (after retries for 5xx)
+    HTTP_ERROR = "http_error"  # HTTP status != 200 (after retries for 5xx and 429)
     NOT_JSON = "not_json"  # HTTP 200 but the body is not JSON
     TIMEOUT = "timeout"  # the request timed out on every attempt
     CONNECTION_ERROR = "connection_error"  # the server could not be reached on any attempt
+    TRUNCATED_BODY = "truncated_body"  # the last attempt's reply was cut short (after retries)
+
+
+# transport fault -> (reply kind, upstream's synthesized error text); upstream's client has no branch for an
+# unreachable server or a cut body (it crashes): a run records both like its timeout, status 5
+_FAULT_REPLIES = {
+    FaultKind.TIMEOUT: (ReplyKind.TIMEOUT, E.TIMEOUT_ERROR),
+    FaultKind.CONNECTION_ERROR: (ReplyKind.CONNECTION_ERROR, E.TIMEOUT_ERROR),
+    FaultKind.TRUNCATED_BODY: (ReplyKind.TRUNCATED_BODY, E.TIMEOUT_ERROR),
+    FaultKind.HTTP_5XX: (ReplyKind.HTTP_ERROR, E.REQUEST_INVALID_STATUS_ERROR),
+    FaultKind.HTTP_429: (ReplyKind.HTTP_ERROR, E.REQUEST_INVALID_STATUS_ERROR),
+    FaultKind.HTTP_4XX: (ReplyKind.HTTP_ERROR, E.REQUEST_INVALID_STATUS_ERROR),
+    FaultKind.NOT_JSON: (ReplyKind.NOT_JSON, E.REQUEST_INVALID_ERROR),
+}
 
 
 @dataclass(frozen=True)
@@ -43,25 +55,21 @@ class ServerReply:
     waited_s: float  # time spent waiting for the rate limiter
     source: str | None = None  # our server's X-TBA-Source header, when present
     detail: str | None = None  # the last exception, for logs
+    fault: str | None = None  # the transport FaultKind value of the last attempt (None when ok)
+    faults: tuple[str, ...] = ()  # every failed attempt's FaultKind value, retried ones included
 
 
 @dataclass(frozen=True)
 class ClientConfig:
-    url: str
+    url: str | Sequence[str]  # one /virtual URL, or several: the endpoints of one pool
     timeout_s: float | None = 120.0  # upstream sends /virtual calls without a timeout
-    attempts: int = 3  # total tries for connection errors, timeouts and 5xx
+    attempts: int = 3  # total tries for the transient faults (transport.TRANSIENT)
     backoff_base_s: float = 0.5
     backoff_max_s: float = 8.0
-    rate_per_s: float | None = None  # None: no pacing (upstream: one call every 2 s per thread)
+    rate_per_s: float | None = None  # per server URL; None: no pacing (upstream: one call every 2 s per thread)
     burst: int = 1
     toolbench_key: str = ""
     strip: str = S.DEFAULT_STRIP
-
-
-class _RetryableStatus(Exception):
-    def __init__(self, response: requests.Response):
-        super().__init__(f"HTTP {response.status_code}")
-        self.response = response
 
 
 def virtual_url(url: str) -> str:
@@ -72,25 +80,46 @@ def virtual_url(url: str) -> str:
     return url
 
 
+def server_reply(result: HttpResult) -> ServerReply:
+    """The reply upstream's client would have made of this HTTP result."""
+    source = result.headers.get(SOURCE_HEADER)
+    faults = tuple(fault.value for fault in result.faults)
+    common = dict(http_status=result.status, latency_s=result.latency_s, attempts=result.attempts,
+                  waited_s=result.waited_s, source=source, faults=faults)
+    if result.fault is None:
+        return ServerReply(answer=result.data, kind=ReplyKind.OK, **common)
+    kind, error = _FAULT_REPLIES[result.fault]
+    answer = {"error": error.format(status_code=result.status), "response": ""}
+    detail = (result.text or result.detail) if kind in (ReplyKind.HTTP_ERROR, ReplyKind.NOT_JSON) else result.detail
+    return ServerReply(answer=answer, kind=kind, detail=detail, fault=result.fault.value, **common)
+
+
 class ServerClient:
-    def __init__(self, config: ClientConfig | str, limiter: RateLimiter | None = None, **overrides: Any):
-        if isinstance(config, str):
+    def __init__(self, config: ClientConfig | str | Sequence[str], limiter: RateLimiter | None = None,
+                 **overrides: Any):
+        """``limiter`` (one URL only) replaces the URL's shared limiter."""
+        if not isinstance(config, ClientConfig):
             config = ClientConfig(url=config, **overrides)
         elif overrides:
             raise TypeError("pass overrides only with a URL string")
-        if config.attempts < 1:
-            raise ValueError("attempts must be at least 1")
         self.config = config
-        self.url = virtual_url(config.url)
+        self.urls = [virtual_url(url) for url in url_list(config.url)]
+        if not self.urls:
+            raise ValueError("a tool-server client needs a URL")
+        if limiter is not None and len(self.urls) > 1:
+            raise ValueError("one limiter paces one URL: leave it out for several")
+        self.url = self.urls[0]
         self.limiter = limiter or shared_limiter(self.url, config.rate_per_s, config.burst)
-        self._local = threading.local()
+        policy = RetryPolicy(attempts=config.attempts, backoff_s=config.backoff_base_s,
+                             backoff_max_s=config.backoff_max_s)
+        self.transport = HttpTransport.over(
+            self.urls, lambda url: self.limiter if url == self.url else shared_limiter(url, config.rate_per_s,
+                                                                                       config.burst),
+            policy=policy, timeout=config.timeout_s)
 
-    def _session(self) -> requests.Session:
-        session = getattr(self._local, "session", None)
-        if session is None:
-            session = requests.Session()
-            self._local.session = session
-        return session
+    def pool_stats(self) -> list[dict]:
+        """Calls served and failed per server URL (for the run manifest)."""
+        return self.transport.pool.stats()
 
     def payload(self, category: str, tool_name: str, api_name: str, tool_input: str | dict) -> dict:
         return {"category": category, "tool_name": tool_name, "api_name": api_name, "tool_input": tool_input,
@@ -104,55 +133,8 @@ class ServerClient:
         return self.post(self.payload(category, tool_name, api_name, tool_input))
 
     def post(self, payload: dict) -> ServerReply:
-        started = time.perf_counter()
-        waited = 0.0
-        attempts = 0
         headers = {S.TOOLBENCH_KEY_HEADER: str(payload.get("toolbench_key", self.config.toolbench_key))}
-
-        def attempt() -> requests.Response:
-            nonlocal waited, attempts
-            waited += self.limiter.acquire()
-            attempts += 1
-            response = self._session().post(self.url, json=payload, headers=headers, timeout=self.config.timeout_s)
-            if response.status_code >= 500:
-                raise _RetryableStatus(response)
-            return response
-
-        retrying = Retrying(
-            stop=stop_after_attempt(self.config.attempts),
-            wait=wait_exponential(multiplier=self.config.backoff_base_s, max=self.config.backoff_max_s),
-            retry=retry_if_exception_type((requests.ConnectionError, requests.Timeout, _RetryableStatus)),
-            reraise=True,
-        )
-
-        def reply(answer: Any, kind: ReplyKind, status: int | None, source=None, detail=None) -> ServerReply:
-            return ServerReply(answer=answer, kind=kind, http_status=status, latency_s=time.perf_counter() - started,
-                               attempts=attempts, waited_s=waited, source=source, detail=detail)
-
-        try:
-            response = retrying(attempt)
-        except _RetryableStatus as exc:
-            response = exc.response
-        except requests.Timeout as exc:
-            return reply({"error": E.TIMEOUT_ERROR, "response": ""}, ReplyKind.TIMEOUT, None, detail=str(exc))
-        except requests.RequestException as exc:
-            # upstream has no branch for an unreachable server (it crashes); a run records it as a timeout
-            return reply({"error": E.TIMEOUT_ERROR, "response": ""}, ReplyKind.CONNECTION_ERROR, None,
-                         detail=str(exc))
-        source = response.headers.get(SOURCE_HEADER)
-        if response.status_code != 200:
-            answer = {"error": E.REQUEST_INVALID_STATUS_ERROR.format(status_code=response.status_code),
-                      "response": ""}
-            return reply(answer, ReplyKind.HTTP_ERROR, response.status_code, source, detail=response.text[:500])
-        try:
-            answer = response.json()
-        except ValueError:
-            return reply({"error": E.REQUEST_INVALID_ERROR, "response": ""}, ReplyKind.NOT_JSON, 200, source,
-                         detail=response.text[:500])
-        return reply(answer, ReplyKind.OK, 200, source)
+        return server_reply(self.transport.post_json("", payload, headers=headers))
 
     def close(self) -> None:
-        session = getattr(self._local, "session", None)
-        if session is not None:
-            session.close()
-            self._local.session = None
+        self.transport.close()

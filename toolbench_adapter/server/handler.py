@@ -46,7 +46,10 @@ class VirtualServer:
 
     def handle(self, body: bytes) -> Outcome:
         started = time.perf_counter()
-        outcome = self._handle(body)
+        try:
+            outcome = self._handle(body)
+        except RecursionError:  # JSON nested deeper than Python's recursion limit: the client's fault, not a 500
+            outcome = _bad(400, f"JSON nested too deeply (more than about {_MAX_DEPTH_HINT} levels)")
         self.stats.record(outcome.source, time.perf_counter() - started)
         return outcome
 
@@ -55,6 +58,8 @@ class VirtualServer:
             payload = json.loads(body)
         except (ValueError, UnicodeDecodeError) as exc:
             return _bad(400, f"the body is not JSON ({exc})")
+        except RecursionError:
+            return _bad(400, f"the body is JSON nested too deeply (more than about {_MAX_DEPTH_HINT} levels)")
         if not isinstance(payload, dict):
             return _bad(422, "the body must be a JSON object with " + ", ".join(S.PAYLOAD_FIELDS))
         missing = [f for f in REQUIRED_FIELDS if f not in payload or payload[f] is None]
@@ -98,6 +103,7 @@ class VirtualServer:
             return json.loads(tool_input)
         except ValueError:
             return {} if tool_input == "" else _UNPARSABLE
+        # RecursionError (tool_input nested too deeply) goes up to handle(): a 400, as for the body
 
     def _simulate(self, request: SimulationRequest) -> Outcome:
         source = f"simulator:{self.simulator.name}"
@@ -115,3 +121,4 @@ class VirtualServer:
 
 
 _UNPARSABLE = object()
+_MAX_DEPTH_HINT = 1000  # CPython's default recursion limit, which json.loads and repr() stop at

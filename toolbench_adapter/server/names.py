@@ -30,9 +30,24 @@ class ApiKey:
         return f"{self.category}/{self.tool_folder}/{self.api}.json"
 
 
+SIMULATED_DIR = "_simulated"  # the cache's mirror tree of simulated answers (cache.py): not a category
+
+
 def check_safe(value: str, field: str) -> None:
     if not value or "\x00" in value or ".." in value or "/" in value or "\\" in value or value.startswith("~"):
         raise UnsafeName(f"{field} {value!r} is empty or contains '..', '/', '\\\\' or a NUL byte")
+
+
+def _check_layout(key: ApiKey) -> None:
+    """The derived folders must be ordinary ones inside the layout: not the simulated mirror tree, not a
+    tool folder without a tool name (``.`` standardises to an empty tool), no hidden or control-character name."""
+    for value, field in ((key.category, "category"), (key.tool_folder, "tool_name"), (key.api, "api_name")):
+        if value.startswith(".") or any(ord(c) < 32 for c in value):
+            raise UnsafeName(f"{field} {value!r} starts with '.' or holds a control character: not a cache folder name")
+    if key.category.lower() == SIMULATED_DIR:
+        raise UnsafeName(f"category {key.category!r} is reserved for the cache's simulated answers")
+    if not key.tool.strip("_"):
+        raise UnsafeName(f"tool_name gives an empty tool folder name ({key.tool_folder!r})")
 
 
 def api_key_for(category: str, tool_name: str, api_name: str) -> ApiKey:
@@ -46,5 +61,6 @@ def api_key_for(category: str, tool_name: str, api_name: str) -> ApiKey:
     key = ApiKey(standard_category, tool_folder, api)
     for value, field in ((key.category, "category"), (key.tool_folder, "tool_name"), (key.api, "api_name")):
         check_safe(value, field)
+    _check_layout(key)
     return key
 

@@ -8,11 +8,12 @@
   var FILTER_KEYS = ["group", "label", "error", "status", "rank", "q"];
   var STATUS_NAMES = DATA.statusNames || {};
   var LABELS = ["Solved", "Unsure", "Unsolved", "JudgeError", "none"];
+  var RANK_TEXT = {2: "outcome differs", 1: "same outcome, different trace", 0: "the same", "-1": "missing from a run"};
+  var nav = {keys: [], open: null};  // the shown list's query keys, for previous / next (buttons, j / k keys)
   var state = {};
   var views = {};
   var detailCache = {};
   var textCache = {};
-  var openRows = {};
 
   // ------------------------------------------------------------------ helpers
   function el(tag, attrs) {
@@ -34,6 +35,12 @@
     if (child === null || child === undefined || child === false || child === "") return;
     if (Array.isArray(child)) child.forEach(function (c) { append(node, c); });
     else node.appendChild(typeof child === "string" ? document.createTextNode(child) : child);
+  }
+  function labelText(l) { return l === "none" ? "unjudged" : l; }  // "none" is no verdict: say so
+  function labelBadge(l) { return badge(labelText(l), l === "none" ? "unjudged" : l); }
+  function outcomeBadge(q) {
+    if (q.o === "infra_failure") return badge("infra: " + (q.fk || "unknown"), "bad");
+    return q.o === "finished" ? badge("finished", "") : badge("outcome unknown", "unjudged");
   }
   function badge(text, cls) { return el("span", {cls: "badge " + (cls || ""), text: String(text)}); }
   function short(text, n) { text = String(text || ""); return text.length > n ? text.slice(0, n) + "…" : text; }
@@ -84,7 +91,10 @@
     var key = run + "_" + index;
     if (textCache[key] === undefined) {
       var block = document.getElementById("d" + key);
-      textCache[key] = block ? block.textContent.toLowerCase() : "";
+      // the search reads outputs and observations, not the prompts (every query's would match a tool name)
+      var text = block ? block.textContent : "";
+      var cut = text.indexOf(',"prompts":');
+      textCache[key] = (cut < 0 ? text : text.slice(0, cut)).toLowerCase();
     }
     return textCache[key];
   }
@@ -116,7 +126,8 @@
     tabs.textContent = "";
     var many = DATA.runs.length > 1;
     if (DATA.compare) tabs.appendChild(el("a", {href: "#view=compare", cls: state.view === "compare" ? "active" : "", text: "Compare " + DATA.runs.length + " runs"}));
-    if (many || !DATA.compare) DATA.runs.forEach(function (run, i) {
+    tabs.hidden = !many;  // one run: its name heads the page, a lone tab would only repeat it
+    if (many) DATA.runs.forEach(function (run, i) {
       tabs.appendChild(el("a", {href: "#run=" + i, cls: state.view !== "compare" && Number(state.run) === i ? "active" : "", text: run.name}));
     });
     var main = document.getElementById("main");
@@ -131,31 +142,63 @@
   function buildRun(r) {
     var run = DATA.runs[r];
     var root = el("div", {id: "run-" + r});
-    root.appendChild(section("Run " + run.name));
-    root.appendChild(el("p", {cls: "meta", text: run.path}));
-    if (run.notes.length) root.appendChild(el("ul", {cls: "notes"}, run.notes.map(function (n) { return el("li", {text: n}); })));
-    // a link that names a query (#open=...) folds the overview away so the query is in view
-    var overview = el("details", {cls: "overview", open: state.open ? null : ""}, el("summary", {text: "Overview: manifest, leaderboard, error taxonomy, figures"}));
-    root.appendChild(overview);
-    var top = root;
-    root = overview;
-    root.appendChild(manifestView(run));
-    root.appendChild(section("Leaderboard"));
-    if (!run.boards.length) root.appendChild(el("p", {cls: "muted", id: "not-evaluated", text: "Not evaluated: no judge labels, so no pass rate. Run `tba evaluate " + run.path + "` and render again."}));
-    run.boards.forEach(function (b) { root.appendChild(boardView(b)); });
-    if (run.judges.length) root.appendChild(el("p", {cls: "meta", text: "Judge: " + run.judges.join("; ")}));
-    root.appendChild(section("Error taxonomy"));
-    root.appendChild(taxonomyView(r));
-    root.appendChild(section("Figures"));
-    root.appendChild(figures(run.figs));
-    root = top;
-    root.appendChild(section("Queries"));
+    // the first screen: what ran, how well, then the queries; set-up details fold below them
+    root.appendChild(firstScreen(run));
+    root.appendChild(el("h2", {text: "Queries", id: "queries-title"}));
     var controls = filterBar(r);
     root.appendChild(controls.root);
     var list = el("div", {id: "list"});
     root.appendChild(list);
+    var setup = el("details", {cls: "overview", id: "setup"}, el("summary", {text: "Set-up details: manifest, leaderboard, error taxonomy, figures"}));
+    setup.appendChild(el("p", {cls: "meta path", text: run.path}));
+    setup.appendChild(manifestView(run));
+    setup.appendChild(section("Leaderboard"));
+    if (!run.boards.length) setup.appendChild(el("p", {cls: "muted", id: "not-evaluated", text: "Not evaluated: no judge labels, so no pass rate. Run `tba evaluate " + run.path + "` and render again."}));
+    run.boards.forEach(function (b) { setup.appendChild(boardView(b)); });
+    if (run.judges.length) setup.appendChild(el("p", {cls: "meta", text: "Judge: " + run.judges.join("; ")}));
+    setup.appendChild(section("Error taxonomy"));
+    setup.appendChild(taxonomyView(r));
+    setup.appendChild(section("Figures"));
+    setup.appendChild(figures(run.figs));
+    root.appendChild(setup);
     return {root: root, update: function () { controls.sync(); renderList(r, list); }};
   }
+
+  function firstScreen(run) {
+    var f = run.facts || {}, h = run.headline || {};
+    var box = el("section", {cls: "first", id: "first-screen"});
+    box.appendChild(el("h2", {cls: "run-name", text: run.name}));
+    var facts = [["model", f.model], ["method", f.method], ["dialect / parser", (f.dialect || "unknown") + " / " + (f.parser || "unknown")],
+      ["judge", f.judge || (run.boards.length ? "not recorded" : "not judged")], ["compat", f.compat], ["date", f.date]];
+    box.appendChild(el("p", {cls: "facts", id: "facts"}, facts.filter(function (x) { return x[1]; }).map(function (x) {
+      return el("span", {cls: "fact"}, el("span", {cls: "muted", text: x[0] + " "}), el("b", {text: String(x[1])}));
+    })));
+    var cards = el("div", {cls: "headline", id: "headline"});
+    var sopr = h.sopr || {};
+    ["upstream", "strict"].forEach(function (mode) {
+      var s = sopr[mode];
+      var note = mode === "upstream" ? "denominator: answered queries" : "denominator: whole test set";
+      // upstream divides by the queries judged; strict by the whole test set, a missing answer counting Unsolved
+      var sub = !s ? "" : mode === "upstream" ? "n " + s.n + " of " + s.N + " queries" : "n " + (s.n - s.missing) + " of " + s.n + " test ids answered";
+      if (s) cards.appendChild(card("SoPR " + mode, s.text, sub, note, "sopr-" + mode));
+    });
+    if (!sopr.upstream && !sopr.strict) cards.appendChild(card("SoPR", "not judged", "run `tba evaluate`", "no judge labels in this folder", "sopr-none"));
+    cards.appendChild(card("valid answers", h.valid + " / " + h.queries, pct(h.valid, h.queries), "a final answer was given", "valid"));
+    var infraText = h.infra + " / " + h.queries;
+    var kinds = Object.keys(h.infra_kinds || {}).map(function (k) { return k + " " + h.infra_kinds[k]; }).join(", ");
+    var infraSub = h.outcome_unknown === h.queries ? "unknown: run written before outcomes were recorded" : (kinds || "none");
+    cards.appendChild(card("infrastructure failures", h.outcome_unknown === h.queries ? "unknown" : infraText, infraSub,
+      "model endpoint, tool server, replay gap or harness error: not the model's fault", "infra", h.infra ? "bad" : ""));
+    box.appendChild(cards);
+    if (run.notes.length) box.appendChild(el("ul", {cls: "notes"}, run.notes.map(function (n) { return el("li", {text: n}); })));
+    return box;
+  }
+
+  function card(title, value, sub, why, id, cls) {
+    return el("div", {cls: "card " + (cls || ""), id: "card-" + id, title: why},
+      el("div", {cls: "card-title", text: title}), el("div", {cls: "card-value", text: value}), el("div", {cls: "card-sub", text: sub}));
+  }
+  function pct(a, b) { return b ? (100 * a / b).toFixed(1) + "%" : "–"; }
 
   function manifestView(run) {
     var box = el("details", {open: ""}, el("summary", {text: "Manifest"}));
@@ -218,10 +261,15 @@
   }
 
   function figures(figs) {
-    return el("div", {cls: "figs"}, figs.map(function (f) {
-      return el("figure", null, f.png ? el("img", {src: "data:image/png;base64," + f.png, alt: f.title}) : el("div", {cls: "none", text: f.title + ": " + f.why}),
-        el("figcaption", {text: f.title}));
-    }));
+    // a chart with nothing or one bar to show is left out; one line says which and why
+    var drawn = figs.filter(function (f) { return f.png; });
+    var hidden = figs.filter(function (f) { return !f.png; });
+    var box = el("div", {cls: "figs-wrap"});
+    if (drawn.length) box.appendChild(el("div", {cls: "figs"}, drawn.map(function (f) {
+      return el("figure", null, el("img", {src: "data:image/png;base64," + f.png, alt: f.title}), el("figcaption", {text: f.title}));
+    })));
+    if (hidden.length) box.appendChild(el("p", {cls: "muted figs-hidden", text: "Not drawn: " + hidden.map(function (f) { return f.title + " (" + f.why + ")"; }).join("; ") + "."}));
+    return box;
   }
 
   function options(select, values, current, labels) {
@@ -245,9 +293,9 @@
     var groups = compareMode ? DATA.compare.groups : run.groups;
     add("group", "group", groups);
     if (compareMode) {
-      add("rank", "rows", [2, 1, 0], ["outcome differs", "trace differs", "same"]);
+      add("rank", "rows", [2, 1, 0, -1], [RANK_TEXT[2], RANK_TEXT[1], RANK_TEXT[0], RANK_TEXT[-1]]);
     } else {
-      add("label", "label", LABELS);
+      add("label", "label", LABELS, LABELS.map(labelText));
       add("error", "error kind", run.errorKinds);
       add("status", "status", run.statusCodes.map(String), run.statusCodes.map(function (c) { return c + (STATUS_NAMES[c] ? " " + STATUS_NAMES[c] : ""); }));
     }
@@ -284,46 +332,85 @@
     var shown = [];
     run.queries.forEach(function (query, i) { if (matches(r, i, query, f, search)) shown.push(i); });
     document.getElementById("count").textContent = shown.length + " of " + run.queries.length + " queries";
+    nav.keys = shown.map(function (i) { return run.groups[run.queries[i].g] + "/" + run.queries[i].id; });
     host.textContent = "";
     var pages = pager(shown.length);
     host.appendChild(pages.box);
-    var table = el("table", {cls: "queries"}, el("tr", null, ["group", "id", "query", "win", "valid", "label", "calls", "error kinds", "status codes", "wall s"].map(function (h) { return el("th", {text: h}); })));
+    var heads = ["group", "id", "query", "outcome", "win", "valid", "label", "calls", "error kinds", "status codes", "wall s"];
+    var table = el("table", {cls: "queries"}, el("tr", null, heads.map(function (h) { return el("th", {text: h}); })));
+    var opened = null;
     shown.slice(pages.start, pages.end).forEach(function (i) {
       var q = run.queries[i];
       var key = run.groups[q.g] + "/" + q.id;
-      var row = el("tr", {cls: "qrow", "data-key": key, "data-index": String(i)},
+      var row = el("tr", {cls: "qrow", "data-key": key, "data-index": String(i), tabindex: "0"},
         el("td", {text: run.groups[q.g]}), el("td", {text: q.id}), el("td", {cls: "qtext", text: short(q.q, 160)}),
+        el("td", null, outcomeBadge(q)),
         el("td", null, badge(q.win ? "win" : "no", q.win ? "ok" : "bad")), el("td", null, badge(q.valid ? "valid" : "invalid", q.valid ? "ok" : "bad")),
-        el("td", null, badge(q.label, q.label)), el("td", {cls: "num", text: fmt(q.calls)}),
-        el("td", null, q.err.map(function (e) { return badge(e, "bad"); })), el("td", null, q.st.map(function (s) { return badge(s, statusClass(s)); })),
+        el("td", null, labelBadge(q.label)), el("td", {cls: "num", text: fmt(q.calls)}),
+        el("td", {cls: "kinds"}, q.err.map(function (e) { return badge(e, "bad"); })), el("td", {cls: "kinds"}, q.st.map(function (s) { return badge(s, statusClass(s)); })),
         el("td", {cls: "num", text: fmt(q.wall)}));
       table.appendChild(row);
-      var holder = el("tr", {cls: "detail-row"});
-      holder.hidden = true;
-      table.appendChild(holder);
-      function toggle() {
-        var open = holder.hidden;
-        holder.hidden = !open;
-        row.classList.toggle("open", open);
-        if (open && !holder.firstChild) holder.appendChild(el("td", {colspan: "10", cls: "detail"}, trajectory(r, i)));
-        if (open) openRows[key] = true; else delete openRows[key];
+      row.addEventListener("click", function () { openQuery(state.open === key ? "" : key); });
+      if (state.open === key) {
+        row.classList.add("open");
+        table.appendChild(el("tr", {cls: "detail-row"}, el("td", {colspan: String(heads.length), cls: "detail"}, trajectory(r, i))));
+        opened = row;
       }
-      row.addEventListener("click", function () { toggle(); history.replaceState(null, "", location.hash.replace(/&?open=[^&]*/, "") + (row.classList.contains("open") ? "&open=" + encodeURIComponent(key) : "")); });
-      if (state.open === key || openRows[key]) toggle();
     });
     host.appendChild(table);
     if (!shown.length) host.appendChild(el("p", {cls: "muted", id: "no-match", text: "No query matches these filters."}));
+    scrollToOpened(opened);
   }
+
+  // ------------------------------------------------------------------ one query open at a time: previous / next
+  function openQuery(key) {
+    var at = nav.keys.indexOf(key);
+    var changes = {open: key};
+    if (at >= 0) changes.page = Math.floor(at / PAGE_SIZE) || "";
+    nav.scroll = Boolean(key);
+    setState(changes, true);
+  }
+  function step(delta) {
+    if (!nav.keys.length) return;
+    var at = nav.keys.indexOf(state.open);
+    var next = at < 0 ? (delta > 0 ? 0 : nav.keys.length - 1) : at + delta;
+    if (next >= 0 && next < nav.keys.length) openQuery(nav.keys[next]);
+  }
+  function scrollToOpened(row) {
+    if (row && nav.scroll) { nav.scroll = false; row.scrollIntoView({block: "start"}); }
+  }
+  function navBar(key) {
+    var at = nav.keys.indexOf(key);
+    return el("div", {cls: "qnav", id: "qnav"},
+      el("button", {id: "prev-query", text: "◀ previous", title: "previous query (k or ←)", disabled: at <= 0 ? "" : null, onclick: function (e) { e.stopPropagation(); step(-1); }}),
+      el("span", {cls: "muted", text: at >= 0 ? " query " + (at + 1) + " of " + nav.keys.length + " shown " : " "}),
+      el("button", {id: "next-query", text: "next ▶", title: "next query (j or →)", disabled: at < 0 || at >= nav.keys.length - 1 ? "" : null, onclick: function (e) { e.stopPropagation(); step(1); }}),
+      el("span", {cls: "muted keys", text: " keys: j / → next, k / ← previous, Esc close"}),
+      el("button", {cls: "close", text: "close ✕", onclick: function (e) { e.stopPropagation(); openQuery(""); }}));
+  }
+  document.addEventListener("keydown", function (event) {
+    var tag = (event.target && event.target.tagName) || "";
+    if (/^(INPUT|SELECT|TEXTAREA)$/.test(tag) || event.altKey || event.ctrlKey || event.metaKey) return;
+    if (event.key === "j" || event.key === "ArrowRight") step(1);
+    else if (event.key === "k" || event.key === "ArrowLeft") step(-1);
+    else if (event.key === "Escape" && state.open) openQuery("");
+    else if (event.key === "Enter" && event.target.classList && event.target.classList.contains("qrow")) event.target.click();
+    else return;
+    event.preventDefault();
+  });
 
   function statusClass(s) { return s === 3 ? "ok" : (s === 0 ? "" : (s === "no call" ? "warn" : "bad")); }
 
   // ------------------------------------------------------------------ one trajectory
-  function trajectory(r, i) {
+  function trajectory(r, i, withNav) {
     var run = DATA.runs[r];
     var q = run.queries[i];
     var d = detail(r, i);
     var box = el("div", {cls: "trajectory", "data-key": run.groups[q.g] + "/" + q.id});
+    if (withNav !== false) box.appendChild(navBar(run.groups[q.g] + "/" + q.id));
     var head = el("div", {cls: "traj-head"});
+    if (q.o === "infra_failure") head.appendChild(el("p", {cls: "infra"}, badge("infrastructure failure: " + (q.fk || "unknown"), "bad"), " ",
+      el("span", {text: q.fd || "no detail recorded"}), el("span", {cls: "muted", text: " · not the model's doing: rerunning the same `tba run` command redoes this query"})));
     head.appendChild(el("p", null, el("b", {text: "Query " + q.id + " (" + run.groups[q.g] + ", " + q.m + "): "}), q.q));
     var stats = ["model calls " + fmt(q.calls), "tokens " + fmt(q.tok), "wall " + fmt(q.wall) + " s"];
     if (q.ms !== undefined) stats.push("model " + fmt(q.ms) + " s");
@@ -345,7 +432,47 @@
     box.appendChild(el("p", {cls: "legend"}, "highlights: ", el("mark", {cls: "hl-name", text: "call name"}), el("mark", {cls: "hl-args", text: "arguments"}),
       el("mark", {cls: "hl-bad", text: "where JSON failed"}), el("mark", {cls: "hl-cut", text: "text cut / not allowed"}), el("mark", {cls: "hl-miss", text: "no call found"})));
     if (!d.nodes.length) box.appendChild(el("p", {cls: "muted", text: "empty trajectory"}));
-    d.nodes.forEach(function (n) { box.appendChild(nodeView(n)); });
+    var started = {};
+    d.nodes.forEach(function (n) {
+      if (n.k !== undefined && !started[n.k] && d.calls && d.calls[n.k]) { started[n.k] = true; box.appendChild(callView(d, n.k, n.z)); }
+      box.appendChild(nodeView(n));
+    });
+    return box;
+  }
+
+  // one model call: its number, tokens and latency (when the run recorded them) and the prompt it received
+  function callView(d, k, depth) {
+    var call = d.calls[k];
+    var parts = [el("b", {text: "model call " + (call.turn !== undefined ? call.turn : k + 1)})];
+    if (call.pt !== undefined || call.ct !== undefined) parts.push(" · prompt tokens " + fmt(call.pt) + " · completion tokens " + fmt(call.ct));
+    else parts.push(el("span", {cls: "muted", text: " · tokens: not recorded per call"}));
+    parts.push(call.ml !== undefined ? " · latency " + fmt(call.ml) + " s" : el("span", {cls: "muted", text: " · latency: not recorded per call"}));
+    if (call.fr) parts.push(" · finish reason " + call.fr);
+    var box = el("div", {cls: "call", "data-call": String(k)}, el("div", {cls: "call-head"}, parts));
+    box.style.marginLeft = Math.min(depth, 40) * 10 + "px";
+    box.appendChild(promptView(d.prompts, call.mc));
+    return box;
+  }
+
+  function promptView(p, mc) {
+    if (!p || mc === undefined || !p.calls[mc]) return el("p", {cls: "muted prompt-none", text: "prompt: not shown for this call (rebuilt only from the messages an answer file keeps along a valid answer's path, through a known dialect)"});
+    var shared = p.calls[mc][0], rest = p.calls[mc][1];
+    var how = p.how + " from the answer file's messages through the run's dialect (its recorded options), rendered by this page's toolbench-adapter" + (p.run_code ? "; the run was made by " + p.run_code : "");
+    var body;
+    if (p.kind === "text") {
+      body = el("pre", {cls: "prompt-text", text: p.full.slice(0, shared) + rest});
+    } else {
+      var messages = p.full.slice(0, shared).concat(rest);
+      body = el("div", {cls: "messages"}, messages.map(function (m) {
+        var text = m.content === null || m.content === undefined ? "" : (typeof m.content === "string" ? m.content : JSON.stringify(m.content, null, 1));
+        if (m.tool_calls) text += (text ? "\n" : "") + "tool_calls: " + JSON.stringify(m.tool_calls, null, 1);
+        return el("div", {cls: "msg"}, el("span", {cls: "badge role", text: m.role + (m.name ? " " + m.name : "")}), el("pre", {text: text}));
+      }));
+    }
+    var size = p.kind === "text" ? (shared + rest.length) + " characters" : (shared + rest.length) + " messages";
+    var box = el("details", {cls: "prompt"}, el("summary", {text: "prompt sent (" + size + ", " + p.how + ")"}),
+      el("p", {cls: "meta", text: how + (p.stop && p.stop.length ? " · stop " + JSON.stringify(p.stop) : "") + (p.prefill ? " · prefill " + JSON.stringify(p.prefill) : "")}), body);
+    if (p.tools) box.appendChild(el("details", null, el("summary", {text: "tools sent (" + p.tools.length + ")"}), el("pre", {text: JSON.stringify(p.tools, null, 1)})));
     return box;
   }
 
@@ -362,6 +489,15 @@
     return pre;
   }
 
+  function toolCallView(rec) {
+    if (!rec || rec.src === "finish" || rec.s === undefined) return null;
+    var known = ["hs", "rk", "at", "tl"].some(function (k) { return rec[k] !== undefined; });
+    if (!known) return el("div", {cls: "tool-call muted", text: "tool call: HTTP status, reply kind, attempts and latency unknown (not recorded by this run)"});
+    return el("div", {cls: "tool-call"}, el("span", {text: "tool call: "}), badge("HTTP " + fmt(rec.hs), rec.hs && rec.hs >= 400 ? "bad" : ""),
+      badge("reply " + fmt(rec.rk), rec.rk && rec.rk !== "json" && rec.rk !== "ok" ? "warn" : ""), badge(fmt(rec.at) + " attempt" + (rec.at === 1 ? "" : "s"), rec.at > 1 ? "warn" : ""),
+      badge("latency " + fmt(rec.tl) + " s"));
+  }
+
   function recordView(rec) {
     if (!rec) return null;
     var parts = [el("span", {text: "step record: "}), badge("error " + (rec.e || "none"), rec.e && rec.e !== "none" ? "bad" : "")];
@@ -370,6 +506,11 @@
     if (rec.sm) parts.push(badge("suffix match differs", "warn"));
     if (rec.det) parts.push(el("span", {cls: "muted", text: " " + rec.det}));
     return el("div", {cls: "parse"}, parts);
+  }
+
+  function readingText(p) {
+    var calls = (p.calls || []).map(function (c) { return c[0]; });
+    return (calls.length ? "call " + calls.join(", ") : (p.fa !== undefined ? "final answer" : "no call")) + " · error " + p.e + (p.r ? " · JSON rung " + p.r : "");
   }
 
   function parseView(p) {
@@ -391,7 +532,7 @@
     if (n.t === "T") {
       append(box, el("div", {cls: "nh"}, el("b", {text: "Thought"}), " · raw model output · depth " + n.z + " ", flags));
       append(box, highlighted(n.d, n.parse ? n.parse.sp : null));
-      if (n.parse) append(box, el("details", {open: n.parse.e !== "none" ? "" : null}, el("summary", {text: "parse: " + n.parse.e + (n.parse.r ? " · rung " + n.parse.r : "")}), parseView(n.parse)));
+      if (n.parse) append(box, el("details", {cls: "reading", open: n.parse.e !== "none" ? "" : null}, el("summary", {text: "parser's reading: " + readingText(n.parse)}), parseView(n.parse)));
       append(box, recordView(n.rec));
     } else if (n.t === "A") {
       append(box, el("div", {cls: "nh"}, el("b", {text: "Action"}), " · depth " + n.z + " ", flags));
@@ -402,6 +543,7 @@
         code !== undefined ? badge("status " + code + (STATUS_NAMES[code] ? " " + STATUS_NAMES[code] : ""), statusClass(code)) : null));
       append(box, el("pre", {cls: "args", text: n.d}));
       append(box, recordView(n.rec));
+      append(box, toolCallView(n.rec));
       if (n.o !== undefined) append(box, el("div", {cls: "nh", text: "observation"}));
       if (n.o !== undefined) append(box, el("pre", {cls: "obs", text: n.o}));
     }
@@ -414,12 +556,17 @@
     var root = el("div", {id: "compare"});
     root.appendChild(section("Comparison of " + DATA.runs.length + " runs"));
     root.appendChild(el("table", {cls: "kv"}, DATA.runs.map(function (run, i) {
-      return el("tr", null, el("td", {text: "run " + (i + 1)}), el("td", null, el("a", {href: "#run=" + i, text: run.name}), " · " + run.path + " · parser " + (run.parser || "?")));
+      var h = run.headline || {}, up = (h.sopr || {}).upstream;
+      return el("tr", null, el("td", {text: "run " + (i + 1)}), el("td", null, el("a", {href: "#run=" + i, text: run.name}),
+        " · " + h.queries + " queries · " + (up ? "SoPR upstream " + up.text : "unjudged") + " · parser " + (run.parser || "?")),
+        el("td", {cls: "path muted", text: run.path}));
     })));
     var s = cmp.summary;
+    var missing = (s.missing_per_run || []).map(function (n, i) { return n ? n + " not in " + DATA.runs[i].name : null; }).filter(Boolean).join(", ");
     root.appendChild(el("p", {id: "compare-summary"}, s.queries + " queries: ", badge(s.outcome_differs + " outcome differs", "rank2"), " ",
-      badge(s.trace_differs + " same outcome, different trace", "rank1"), " ", badge(s.same + " the same")));
-    root.appendChild(el("p", {cls: "meta", text: "Outcome = (win, valid, judge label). Trace = the calls made (name, raw arguments, status) and the parse error kinds met. Disagreements come first."}));
+      badge(s.trace_differs + " same outcome, different trace", "rank1"), " ", badge(s.same + " the same"),
+      s.missing ? [" ", badge(s.missing + " missing from a run", "rank-missing"), el("span", {cls: "muted", text: " (" + missing + ")"})] : null));
+    root.appendChild(el("p", {cls: "meta", text: "Outcome = (finished or infrastructure failure, win, valid, judge label; the label counts only where every run was judged). Trace = the calls made (name, raw arguments, status) and the parse error kinds met. Disagreements come first; queries missing from a run are counted apart and listed last."}));
     root.appendChild(figures(cmp.figs));
     var controls = filterBar(0, true);
     root.appendChild(controls.root);
@@ -429,9 +576,9 @@
   }
 
   function cellText(run, index) {
-    if (index === null) return [badge("missing", "bad")];
+    if (index === null) return [badge("not in this run", "unjudged")];
     var q = DATA.runs[run].queries[index];
-    return [badge(q.win ? "win" : "no", q.win ? "ok" : "bad"), badge(q.valid ? "valid" : "invalid", q.valid ? "ok" : "bad"), badge(q.label, q.label),
+    return [q.o === "infra_failure" ? outcomeBadge(q) : null, badge(q.win ? "win" : "no", q.win ? "ok" : "bad"), badge(q.valid ? "valid" : "invalid", q.valid ? "ok" : "bad"), labelBadge(q.label),
       " " + fmt(q.calls) + " calls ", q.err.map(function (e) { return badge(e, "bad"); })];
   }
 
@@ -450,34 +597,32 @@
     host.textContent = "";
     var pages = pager(shown.length);
     host.appendChild(pages.box);
+    nav.keys = shown.map(function (row) { return row.g + "/" + row.id; });
     var head = el("tr", null, el("th", {text: ""}), el("th", {text: "group"}), el("th", {text: "id"}), el("th", {text: "query"}),
       DATA.runs.map(function (run) { return el("th", {text: run.name}); }));
     var table = el("table", {cls: "queries compare"}, head);
-    var rankText = {2: "outcome differs", 1: "trace differs", 0: "same"};
+    var opened = null;
     shown.slice(pages.start, pages.end).forEach(function (row) {
       var key = row.g + "/" + row.id;
-      var tr = el("tr", {cls: "qrow crow", "data-key": key, "data-rank": String(row.rank)}, el("td", null, badge(rankText[row.rank], "rank" + row.rank)),
+      var tr = el("tr", {cls: "qrow crow", "data-key": key, "data-rank": String(row.rank), tabindex: "0"},
+        el("td", null, badge(RANK_TEXT[row.rank], row.rank < 0 ? "rank-missing" : "rank" + row.rank)),
         el("td", {text: row.g}), el("td", {text: row.id}), el("td", {cls: "qtext", text: short(row.q, 120)}),
         row.cells.map(function (index, run) { return el("td", null, cellText(run, index)); }));
-      var holder = el("tr");
-      holder.hidden = true;
-      tr.addEventListener("click", function () {
-        holder.hidden = !holder.hidden;
-        tr.classList.toggle("open", !holder.hidden);
-        if (!holder.hidden && !holder.firstChild) {
-          var side = el("div", {cls: "side"});
-          side.style.gridTemplateColumns = "repeat(" + DATA.runs.length + ", minmax(0, 1fr))";
-          row.cells.forEach(function (index, run) {
-            side.appendChild(el("div", null, el("h3", {text: DATA.runs[run].name}), index === null ? el("p", {cls: "muted", text: "not in this run"}) : trajectory(run, index)));
-          });
-          holder.appendChild(el("td", {colspan: String(4 + DATA.runs.length), cls: "detail"}, side));
-        }
-      });
+      tr.addEventListener("click", function () { openQuery(state.open === key ? "" : key); });
       table.appendChild(tr);
-      table.appendChild(holder);
-      if (state.open === key) tr.click();
+      if (state.open === key) {
+        tr.classList.add("open");
+        var side = el("div", {cls: "side"});
+        side.style.gridTemplateColumns = "repeat(" + DATA.runs.length + ", minmax(0, 1fr))";
+        row.cells.forEach(function (index, run) {
+          side.appendChild(el("div", null, el("h3", {text: DATA.runs[run].name}), index === null ? el("p", {cls: "muted", text: "not in this run"}) : trajectory(run, index, false)));
+        });
+        table.appendChild(el("tr", {cls: "detail-row"}, el("td", {colspan: String(4 + DATA.runs.length), cls: "detail"}, navBar(key), side)));
+        opened = tr;
+      }
     });
     host.appendChild(table);
+    scrollToOpened(opened);
   }
 
   // ------------------------------------------------------------------ start

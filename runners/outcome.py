@@ -1,0 +1,60 @@
+"""How a query ended: "finished" (the model's own success or failure) or "infra_failure" with its kind.
+
+An infrastructure failure says nothing about the model: the run writes no answer file for that query (so
+rerunning the same command redoes it), keeps its partial tree under failed/, and counts it apart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .models.base import MODEL_ENDPOINT, REPLAY_GAP
+
+FINISHED = "finished"
+INFRA_FAILURE = "infra_failure"
+
+TOOL_SERVER = "tool_server"  # a tool call's reply was a transport fault after the client's retries
+HARNESS_ERROR = "harness_error"  # a Python exception inside the harness
+FAILURE_KINDS = (MODEL_ENDPOINT, TOOL_SERVER, REPLAY_GAP, HARNESS_ERROR)
+
+FAILED_DIR = "failed"  # failed/{group}/{query_id}_{method}.json: the partial tree of an infra-failed query
+
+
+@dataclass(frozen=True)
+class InfraFailure:
+    kind: str  # one of FAILURE_KINDS
+    detail: str
+
+    def as_fields(self) -> dict:
+        return {"outcome": INFRA_FAILURE, "failure_kind": self.kind, "failure_detail": self.detail}
+
+
+FINISHED_FIELDS = {"outcome": FINISHED, "failure_kind": None, "failure_detail": None}
+
+
+def model_failure(completion: Any) -> InfraFailure | None:
+    """A completion whose backend failed for infrastructure reasons (error_kind set with the error)."""
+    kind = getattr(completion, "error_kind", None)
+    if completion.error and kind:
+        return InfraFailure(kind, completion.error)
+    return None
+
+
+def is_transport_fault(reply_kind: str | None, http_status: int | None) -> bool:
+    """A tool-server reply the model must not be judged on: anything but "ok", except an HTTP 4xx other
+    than 429 (the server understood the request and refused it: that is the model's call)."""
+    if reply_kind in (None, "ok"):
+        return False
+    if reply_kind == "http_error" and http_status is not None and 400 <= http_status < 500 and http_status != 429:
+        return False
+    return True
+
+
+def tool_failure(result: Any) -> InfraFailure | None:
+    """A tool call (env StepResult) whose reply was a transport fault after the client's retries."""
+    if not is_transport_fault(result.reply_kind, result.http_status):
+        return None
+    status = f" HTTP {result.http_status}" if result.http_status else ""
+    return InfraFailure(TOOL_SERVER, f"tool call {result.name}: {result.reply_kind}{status} after "
+                                     f"{result.attempts} attempt(s)")

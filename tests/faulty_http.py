@@ -1,0 +1,120 @@
+"""A loopback HTTP server written on raw sockets, so it can misbehave the way real servers and networks do:
+cut a body short, reset the connection, hang, answer 5xx/429/4xx or a body that is not JSON.
+
+Each request takes the next fault from the script (the last one repeats). Every connection is closed
+after one reply, so a client's retry always opens a new one.
+
+    with FaultyServer(["cut", "ok"]) as server:
+        requests.post(server.url + "/v1/chat/completions", json={})  # first try cut short, second fine
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import struct
+import threading
+
+# one body every client under test accepts: the tool server's answer and an OpenAI chat completion
+OK_BODY = {"error": "", "response": "fine",
+           "choices": [{"index": 0, "message": {"role": "assistant", "content": "fine"}, "finish_reason": "stop"}]}
+
+
+def _reply(status: int, body: bytes, content_type: str = "application/json", length: int | None = None) -> bytes:
+    reason = {200: "OK", 404: "Not Found", 429: "Too Many Requests", 500: "Internal Server Error",
+              503: "Service Unavailable"}.get(status, "Status")
+    head = (f"HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\n"
+            f"Content-Length: {len(body) if length is None else length}\r\nConnection: close\r\n\r\n")
+    return head.encode() + body
+
+
+def _read_request(conn: socket.socket) -> bytes:
+    """The whole request (headers and Content-Length body), so a fault never lands mid-upload."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return data
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value.strip())
+    while len(body) < length:
+        chunk = conn.recv(65536)
+        if not chunk:
+            break
+        body += chunk
+    return head + b"\r\n\r\n" + body
+
+
+class FaultyServer:
+    """Faults: "ok", "cut" (Content-Length larger than the body, then close), "reset" (RST, no reply),
+    "hang" (no reply until the server stops), "html" (200, not JSON), or an HTTP status as an int."""
+
+    def __init__(self, script: list[str | int], ok_body: dict | None = None):
+        self.script = list(script)
+        self.ok_body = json.dumps(ok_body or OK_BODY).encode()
+        self.requests: list[bytes] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._sock = socket.socket()
+        self._sock.bind(("127.0.0.1", 0))
+        self._sock.listen(64)
+        self._sock.settimeout(0.05)
+        self.url = f"http://127.0.0.1:{self._sock.getsockname()[1]}"
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+
+    @property
+    def count(self) -> int:
+        with self._lock:
+            return len(self.requests)
+
+    def _next_fault(self, request: bytes) -> str | int:
+        with self._lock:
+            self.requests.append(request)
+            return self.script[min(len(self.requests), len(self.script)) - 1]
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._sock.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
+
+    def _handle(self, conn: socket.socket) -> None:
+        try:
+            request = _read_request(conn)
+            if not request:
+                return
+            fault = self._next_fault(request)
+            if fault == "ok":
+                conn.sendall(_reply(200, self.ok_body))
+            elif fault == "cut":
+                conn.sendall(_reply(200, self.ok_body[:10], length=len(self.ok_body)))
+            elif fault == "reset":
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            elif fault == "hang":
+                self._stop.wait(30)
+            elif fault == "html":
+                conn.sendall(_reply(200, b"<html>not json</html>", "text/html"))
+            else:
+                conn.sendall(_reply(int(fault), json.dumps({"detail": f"status {fault}"}).encode()))
+        except OSError:
+            pass  # the client gave up first (a timeout test)
+        finally:
+            conn.close()
+
+    def __enter__(self) -> FaultyServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._sock.close()

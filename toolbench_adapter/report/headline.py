@@ -1,0 +1,67 @@
+"""The few numbers a run page opens with: SoPR upstream and strict (with n of N), valid answers and
+infrastructure failures, and the facts that name the run (model, method, dialect / parser, judge, date)."""
+
+from __future__ import annotations
+
+import datetime
+from collections import Counter
+
+from ..evaluation.scores import STRICT, UPSTREAM, average
+from .run_data import FINISHED, INFRA_FAILURE, RunData
+
+PASS_RATE = "SoPR"
+
+
+def headline(run: RunData) -> dict:
+    """{"queries", "finished", "outcome_unknown", "valid", "infra", "infra_kinds", "sopr": {mode: ...}}."""
+    outcomes = Counter(q.outcome for q in run.queries)
+    out = {
+        "queries": len(run.queries),
+        "finished": outcomes[FINISHED],
+        "outcome_unknown": len(run.queries) - outcomes[FINISHED] - outcomes[INFRA_FAILURE],
+        "valid": sum(q.valid for q in run.queries),
+        "infra": outcomes[INFRA_FAILURE],
+        "infra_kinds": dict(Counter(q.failure_kind for q in run.queries if q.outcome == INFRA_FAILURE)),
+        "sopr": {},
+    }
+    per_group = Counter(q.group for q in run.queries)
+    for mode in (UPSTREAM, STRICT):
+        scores = {row.group: row.score for row in run.score_rows
+                  if row.score.metric == PASS_RATE and row.score.mode == mode}  # a later file wins, as in tables
+        if not scores:
+            continue
+        mean = average(list(scores.values()))
+        out["sopr"][mode] = {"text": mean.text(), "mean": mean.mean, "std": mean.std,
+                             "n": sum(s.n for s in scores.values()), "N": sum(per_group[g] for g in scores),
+                             "missing": sum(s.missing for s in scores.values()), "groups": len(scores)}
+    return out
+
+
+def facts(run: RunData) -> dict:
+    """What names the run on its first screen; None where the folder does not say."""
+    manifest = run.manifest or {}
+    config = manifest.get("config") or {}
+    dialect = manifest.get("dialect")
+    dialect_name = dialect.get("name") if isinstance(dialect, dict) else dialect
+    methods = sorted({q.method for q in run.queries if q.method})
+    return {"model": manifest.get("model"), "backend": manifest.get("backend") or config.get("backend"),
+            "method": config.get("method") or ", ".join(methods) or None, "dialect": dialect_name,
+            "parser": run.parser, "compat": (manifest.get("compat") or {}).get("mode"),
+            "judge": "; ".join(run.judges) or None, "date": run_date(manifest)}
+
+
+def run_date(manifest: dict) -> str | None:
+    """When the run started: the first session's start, an ISO 8601 string or (older runs) epoch seconds."""
+    sessions = manifest.get("sessions") or []
+    started = sessions[0].get("started") if sessions and isinstance(sessions[0], dict) else None
+    if isinstance(started, (int, float)):
+        return datetime.datetime.fromtimestamp(started, datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    if isinstance(started, str) and started:
+        try:
+            moment = datetime.datetime.fromisoformat(started.replace("Z", "+00:00"))
+        except ValueError:
+            return started
+        if moment.tzinfo is not None:
+            moment = moment.astimezone(datetime.UTC)
+        return moment.strftime("%Y-%m-%d %H:%M UTC")
+    return None

@@ -1,0 +1,313 @@
+"""Parser variants compared on runs: how much does the parser change the score?
+
+Input: judged run folders of the same queries that differ in their parser (a `tba run --parsers` set, or
+separate runs). Per parser: the pass rate on the queries every run has labels for (label points averaged
+over the judge repeats, as SoPR). Against the baseline (the dialect's default parser when it is among the
+runs): the difference in points with a paired bootstrap 95% interval and an exact McNemar p-value on the
+queries that flip (a query passes when its mean label points exceed 0.5), and for each flip the first step
+where the two trajectories differ (steps.jsonl) with what each parser made of it there.
+
+A variant whose parser read no call in any step (its format never matched the model's) is folded into
+one line: it says nothing about the parser, only that it does not apply.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import statistics
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import InputError
+from ..evaluation.paired import mcnemar_exact, paired_bootstrap
+from ..evaluation.storage import find_label_files, read_label_file
+from ..fileio import read_json, write_text_atomic
+from ..protocol.env import STATUS_NAMES
+
+MANIFEST = "manifest.json"
+FANOUT = "fanout.json"
+STEPS = "steps.jsonl"
+PASS_THRESHOLD = 0.5  # a query passes when its mean label points exceed this
+# what makes two step records "the same step": the rung tells whether the parser decoded the arguments
+# (react-find and react-robust both flag trailing text; only one of them reads the JSON before it)
+STEP_FIELDS = ("turn", "call", "status", "error", "rung")
+PARSE_ERROR_SOURCE = "tool_input_parse_error"  # the server's reply to arguments that are not JSON
+
+QueryKey = tuple[str, str]  # (group, query id)
+
+
+@dataclass
+class RunVariant:
+    path: Path
+    parser: str
+    default_parser: str | None
+    scores: dict[QueryKey, float]  # mean label points over the judge repeats
+    steps: dict[QueryKey, list[dict]] = field(default_factory=dict)
+
+    @property
+    def read_a_call(self) -> bool:
+        """False when no step of the run carried a call: the parser never matched the model's format."""
+        return not self.steps or any(r.get("call") for records in self.steps.values() for r in records)
+
+
+@dataclass
+class Flip:
+    key: QueryKey
+    baseline_passed: bool
+    variant_passed: bool
+    divergence: dict | None  # the first differing step, or None when the steps are the same
+
+
+@dataclass
+class PairedResult:
+    parser: str
+    n: int
+    difference: float  # points
+    low: float
+    high: float
+    p_value: float
+    up: int  # queries only the variant passes
+    down: int  # queries only the baseline passes
+    flips: list[Flip]
+    diverged: int = 0  # queries whose steps differ, whether or not the pass flips
+    # (baseline kind, variant kind, fields that differ) at the first differing step -> queries
+    divergence_kinds: Counter = field(default_factory=Counter)
+
+    def headline(self, baseline: str) -> str:
+        return (f"{self.parser}: {self.difference:+.1f} points over {baseline} on {self.n} queries, "
+                f"95% CI [{self.low:+.1f}, {self.high:+.1f}], exact McNemar p = {self.p_value:.3g} "
+                f"({self.up} flip up, {self.down} down)")
+
+
+@dataclass
+class RunComparison:
+    baseline: str
+    queries: list[QueryKey]
+    variants: dict[str, RunVariant]
+    pass_rates: dict[str, float]  # points
+    passed: dict[str, int]
+    paired: dict[str, PairedResult]
+    not_applicable: list[str]
+
+    def headline(self) -> str:
+        if not self.paired:
+            names = ", ".join(self.not_applicable) or "none"
+            return f"no parser to compare with {self.baseline} (read no call: {names})"
+        best = max(self.paired.values(), key=lambda r: (abs(r.difference), r.parser))
+        return best.headline(self.baseline)
+
+
+# ---------------------------------------------------------------- reading
+
+def expand_run_paths(paths: list[str | Path]) -> list[Path]:
+    """Run folders; a fan-out set folder (fanout.json) stands for its variant folders."""
+    runs: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if (path / FANOUT).is_file():
+            record = read_json(path / FANOUT)
+            runs.extend(path / parser for parser in record.get("parsers", []))
+        elif (path / MANIFEST).is_file():
+            runs.append(path)
+        else:
+            raise InputError("not a run folder (no manifest.json) nor a fan-out set (no fanout.json)", path=path,
+                             fix="pass folders written by tba run (with --parsers: the NAME folder)")
+    return runs
+
+
+def load_variant(path: Path) -> RunVariant:
+    manifest = read_json(path / MANIFEST)
+    parser = manifest.get("parser")
+    if not parser:
+        raise InputError("manifest names no parser", path=path / MANIFEST, field="parser")
+    files = find_label_files(path / "eval") if (path / "eval").is_dir() else []
+    files = [f for f in files if f.suffix == ".json" and not f.name.startswith("scores_")]
+    if not files:
+        raise InputError("the run has no judge labels (eval/{group}_{model}.json)", path=path / "eval",
+                         fix=f"run `tba evaluate {path}` first (variants of one fan-out share the judge cache)")
+    scores: dict[QueryKey, float] = {}
+    for label_file in files:
+        labels = read_label_file(label_file)
+        for qid, repeats in labels.labels.items():
+            if repeats:
+                scores[(labels.group, str(qid))] = statistics.fmean(label.points for label in repeats.values())
+    dialect = manifest.get("dialect") or {}
+    return RunVariant(path, parser, dialect.get("default_parser"), scores, read_steps(path / STEPS))
+
+
+def read_steps(path: Path) -> dict[QueryKey, list[dict]]:
+    steps: dict[QueryKey, list[dict]] = {}
+    if not path.is_file():
+        return steps
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            key = (str(record["group"]), str(record["query_id"]))
+        except (ValueError, KeyError, TypeError):
+            raise InputError(f"line {number} is not a step record", path=path,
+                             fix="steps.jsonl as tba run writes it") from None
+        steps.setdefault(key, []).append(record)
+    return steps
+
+
+# ---------------------------------------------------------------- comparing
+
+def step_kind(record: dict | None) -> str:
+    """What a parser made of a step, e.g. "trailing_text, tool input parse error"; "ended" past the end."""
+    if record is None:
+        return "ended"
+    parts = []
+    error = record.get("error")
+    if error and error != "none":
+        parts.append(str(error))
+    if record.get("source") == PARSE_ERROR_SOURCE:
+        parts.append("tool input parse error")
+    status = record.get("status")
+    if status not in (None, 0):
+        parts.append(STATUS_NAMES.get(status, f"status {status}"))
+    if not record.get("call"):
+        parts.append("no call")
+    return ", ".join(parts) or "ok"
+
+
+def first_divergence(a: list[dict], b: list[dict], name_a: str, name_b: str) -> dict | None:
+    for index in range(max(len(a), len(b))):
+        left = a[index] if index < len(a) else None
+        right = b[index] if index < len(b) else None
+        if left is None or right is None or any(left.get(k) != right.get(k) for k in STEP_FIELDS):
+            where = left or right
+            differing = [k for k in STEP_FIELDS if left is None or right is None or left.get(k) != right.get(k)]
+            return {"turn": where.get("turn"), "step": where.get("step"), "differ_in": differing,
+                    name_a: {"kind": step_kind(left), "call": (left or {}).get("call")},
+                    name_b: {"kind": step_kind(right), "call": (right or {}).get("call")}}
+    return None
+
+
+def compare_runs(variants: list[RunVariant], baseline: str | None = None, *, seed: int = 0,
+                 resamples: int = 10_000) -> RunComparison:
+    by_parser: dict[str, RunVariant] = {}
+    for variant in variants:
+        if variant.parser in by_parser:
+            raise InputError(f"two runs with parser {variant.parser}: {by_parser[variant.parser].path} and "
+                             f"{variant.path}", path=variant.path, field="parser",
+                             fix="compare runs that differ in their parser")
+        by_parser[variant.parser] = variant
+    if len(by_parser) < 2:
+        raise InputError("compare-parsers on runs needs at least two runs with different parsers",
+                         field="--runs", fix="pass a tba run --parsers set folder, or two or more run folders")
+    default = variants[0].default_parser
+    if baseline is None:
+        baseline = default if default in by_parser else variants[0].parser
+    elif baseline not in by_parser:
+        raise InputError(f"baseline parser {baseline!r} is not among the runs ({', '.join(by_parser)})",
+                         field="--baseline")
+    common = set.intersection(*(set(v.scores) for v in by_parser.values()))
+    if not common:
+        raise InputError("the runs have no judged query in common", field="--runs",
+                         fix="compare runs of the same queries, each evaluated")
+    queries = sorted(common)
+    passed = {p: sum(v.scores[q] > PASS_THRESHOLD for q in queries) for p, v in by_parser.items()}
+    rates = {p: statistics.fmean(v.scores[q] for q in queries) * 100 for p, v in by_parser.items()}
+    not_applicable = [p for p, v in by_parser.items() if p != baseline and not v.read_a_call]
+    base = by_parser[baseline]
+    paired = {}
+    for parser, variant in by_parser.items():
+        if parser == baseline or parser in not_applicable:
+            continue
+        paired[parser] = _paired(base, variant, queries, seed, resamples)
+    return RunComparison(baseline, queries, by_parser, rates, passed, paired, not_applicable)
+
+
+def _paired(base: RunVariant, variant: RunVariant, queries: list[QueryKey], seed: int,
+            resamples: int) -> PairedResult:
+    a = [base.scores[q] for q in queries]
+    b = [variant.scores[q] for q in queries]
+    difference = paired_bootstrap(a, b, seed=seed, resamples=resamples)
+    flips = []
+    kinds: Counter = Counter()
+    for key, score_a, score_b in zip(queries, a, b, strict=True):
+        divergence = first_divergence(base.steps.get(key, []), variant.steps.get(key, []), base.parser,
+                                      variant.parser)
+        if divergence is not None:
+            kinds[(divergence[base.parser]["kind"], divergence[variant.parser]["kind"],
+                   ", ".join(divergence["differ_in"]))] += 1
+        passed_a, passed_b = score_a > PASS_THRESHOLD, score_b > PASS_THRESHOLD
+        if passed_a != passed_b:
+            flips.append(Flip(key, passed_a, passed_b, divergence))
+    up = sum(f.variant_passed for f in flips)
+    down = len(flips) - up
+    return PairedResult(variant.parser, len(queries), difference.mean * 100, difference.low * 100,
+                        difference.high * 100, mcnemar_exact(down, up), up, down, flips,
+                        diverged=sum(kinds.values()), divergence_kinds=kinds)
+
+
+# ---------------------------------------------------------------- writing
+
+def flip_line(flip: Flip, baseline: str, parser: str) -> str:
+    group, qid = flip.key
+    direction = "passes" if flip.variant_passed else "fails"
+    text = f"{group}/{qid}: {parser} {direction} where {baseline} {'passes' if flip.baseline_passed else 'fails'}"
+    d = flip.divergence
+    if d is None:
+        return text + "; the steps are the same (the judge differs)"
+    return (text + f"; first divergence at turn {d['turn']} (step {d['step']}): "
+            f"{baseline} {d[baseline]['kind']}, {parser} {d[parser]['kind']}")
+
+
+def text_lines(result: RunComparison, max_flips: int = 10) -> list[str]:
+    lines = [result.headline(), ""]
+    lines.append(f"{'parser':<14} {'pass rate':>9}  passed  (on {len(result.queries)} queries)")
+    for parser in result.variants:
+        if parser in result.not_applicable:
+            continue
+        mark = "  (baseline)" if parser == result.baseline else ""
+        lines.append(f"{parser:<14} {result.pass_rates[parser]:>8.1f}%  {result.passed[parser]:>6}{mark}")
+    if result.not_applicable:
+        lines.append(f"read no call in any step (format does not apply): {', '.join(result.not_applicable)}")
+    for parser, paired in result.paired.items():
+        lines.append("")
+        if len(result.paired) > 1:  # with one variant the headline above says it already
+            lines.append(paired.headline(result.baseline))
+        lines.append(f"{parser} vs {result.baseline}: trajectories differ on {paired.diverged} of {paired.n} queries, "
+                     f"the pass flips on {len(paired.flips)}")
+        for (kind_a, kind_b, differ_in), count in paired.divergence_kinds.most_common(3):
+            lines.append(f"  first divergence {count}x: {result.baseline} {kind_a} / {parser} {kind_b} "
+                         f"(the steps differ in: {differ_in})")
+        lines.extend("  " + flip_line(f, result.baseline, parser) for f in paired.flips[:max_flips])
+        if len(paired.flips) > max_flips:
+            lines.append(f"  … {len(paired.flips) - max_flips} more in flips.jsonl")
+    return lines
+
+
+def write_run_comparison(result: RunComparison, out_dir: str | Path) -> list[Path]:
+    out = Path(out_dir)
+    summary = ["# Parser variants on runs", "", *text_lines(result, max_flips=1000), "",
+               f"Pass rate: label points (Solved 1, Unsure 0.5) averaged over the judge repeats, on the queries "
+               f"every run has labels for. A query passes when its mean exceeds {PASS_THRESHOLD}. Interval: "
+               "paired bootstrap over queries (seeded); p: exact McNemar on the flips.", ""]
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["parser", "queries", "pass_rate", "passed", "difference", "ci_low", "ci_high", "mcnemar_p",
+                     "flips_up", "flips_down", "applies"])
+    for parser in result.variants:
+        paired = result.paired.get(parser)
+        writer.writerow([parser, len(result.queries), f"{result.pass_rates[parser]:.2f}", result.passed[parser],
+                         *([f"{paired.difference:.2f}", f"{paired.low:.2f}", f"{paired.high:.2f}",
+                            f"{paired.p_value:.6g}", paired.up, paired.down] if paired else [""] * 6),
+                         parser not in result.not_applicable])
+    flips = [json.dumps({"parser": parser, "baseline": result.baseline, "group": f.key[0], "query_id": f.key[1],
+                         "baseline_passed": f.baseline_passed, "variant_passed": f.variant_passed,
+                         "divergence": f.divergence}, ensure_ascii=False)
+             for parser, paired in result.paired.items() for f in paired.flips]
+    files = {"summary.md": "\n".join(summary), "pass_rates.csv": buffer.getvalue(),
+             "flips.jsonl": "".join(line + "\n" for line in flips)}
+    written = []
+    for name, content in files.items():
+        write_text_atomic(out / name, content)
+        written.append(out / name)
+    return written

@@ -1,0 +1,153 @@
+"""``tba report --index DIR``: the front page of a sweep. Every run folder under DIR (a folder holding a
+``manifest.json``) gets its own report page (``RUN/report.html``) and one line on the index: run, model,
+method, dialect / parser, date, headline scores with n of N, valid answers, infrastructure failures.
+
+The index is static HTML (no script): it is a list of links and numbers, nothing to filter.
+"""
+
+from __future__ import annotations
+
+import datetime
+import html
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import toolbench_adapter
+
+from ..errors import InputError
+from ..evaluation.storage import write_text_atomic
+from .headline import facts, headline
+from .html import _asset, render_page
+from .run_data import MANIFEST, load_run
+
+RUN_PAGE = "report.html"
+MAX_DEPTH = 4  # sweeps nest runs a few folders down (results/runs/{sweep}/{model}/{run})
+
+
+@dataclass
+class IndexEntry:
+    path: Path
+    page: Path | None
+    facts: dict
+    headline: dict
+    problem: str | None = None  # why the run could not be read (listed, not hidden)
+
+
+def find_runs(root: Path) -> list[Path]:
+    """Folders under ``root`` (itself included) holding a manifest.json, sorted by path; no descent into a run."""
+    found: list[Path] = []
+
+    def walk(folder: Path, depth: int) -> None:
+        if (folder / MANIFEST).is_file():
+            found.append(folder)
+            return
+        if depth >= MAX_DEPTH:
+            return
+        for child in sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")):
+            walk(child, depth + 1)
+
+    walk(root, 0)
+    return found
+
+
+def write_index(root: str | Path, out: str | Path | None = None, parser: str | None = None) -> tuple[Path, list]:
+    """Write every run's page and the index; returns (index path, entries)."""
+    root = Path(root)
+    if not root.is_dir():
+        raise InputError("folder not found", path=root, field="--index", fix="pass a folder that holds run folders")
+    runs = find_runs(root)
+    if not runs:
+        raise InputError("no run folder (with a manifest.json) under this folder", path=root, field="--index",
+                         fix="pass the folder your `tba run --out-root` wrote to, e.g. results/runs")
+    out = Path(out) if out else root / "index.html"
+    entries: list[IndexEntry] = []
+    for run_dir in runs:
+        try:
+            run = load_run(run_dir, parser=parser)
+        except InputError as exc:
+            entries.append(IndexEntry(run_dir, None, {}, {}, problem=str(exc)))
+            continue
+        page = run_dir / RUN_PAGE
+        write_text_atomic(page, render_page([run]))
+        os.chmod(page, 0o644)
+        entries.append(IndexEntry(run_dir, page, facts(run), headline(run)))
+    if not any(entry.page for entry in entries):
+        raise InputError(f"no run under this folder could be read ({entries[0].problem})", path=root,
+                         field="--index", fix="check the run folders listed, or point --index at another folder")
+    write_text_atomic(out, render_index(entries, out.parent, title=f"tba report: runs under {root}"))
+    os.chmod(out, 0o644)
+    return out, entries
+
+
+def render_index(entries: list[IndexEntry], base: Path, title: str) -> str:
+    head = ["run", "model", "method", "dialect / parser", "date", "SoPR upstream", "SoPR strict",
+            "valid", "infrastructure failures", "queries"]
+    rows = []
+    for entry in entries:
+        name = html.escape(entry.path.name)
+        if entry.problem:
+            rows.append(f'<tr class="problem"><td>{name}</td><td colspan="{len(head) - 1}">not readable: '
+                        f'{html.escape(entry.problem)}</td></tr>')
+            continue
+        link = html.escape(os.path.relpath(entry.page, base).replace(os.sep, "/"))
+        f, h = entry.facts, entry.headline
+        cells = [f'<a href="{link}">{name}</a>', _text(f.get("model")), _text(f.get("method")),
+                 _text(f"{f.get('dialect') or 'unknown'} / {f.get('parser') or 'unknown'}"), _text(f.get("date")),
+                 _score(h, "upstream"), _score(h, "strict"), f'{h["valid"]} / {h["queries"]}', _infra(h),
+                 str(h["queries"])]
+        classes = ["", "model"] + [""] * (len(cells) - 2)
+        rows.append('<tr class="run">' + "".join(f'<td class="{k}">{c}</td>' if k else f"<td>{c}</td>"
+                                                  for k, c in zip(classes, cells, strict=True)) + "</tr>")
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    table = ('<table class="queries index"><tr>' + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>"
+             + "\n".join(rows) + "</table>")
+    return INDEX_TEMPLATE.format(title=html.escape(title), css=_asset("report.css"), count=len(entries), table=table,
+                                 meta=html.escape(f"Generated {stamp} by toolbench-adapter "
+                                                  f"{toolbench_adapter.__version__}"))
+
+
+def _text(value) -> str:
+    return html.escape(str(value)) if value not in (None, "") else '<span class="muted">unknown</span>'
+
+
+def _score(h: dict, mode: str) -> str:
+    score = h["sopr"].get(mode)
+    if not score:
+        return '<span class="muted">unjudged</span>'
+    if mode == "strict":  # n of N = test ids answered of the whole test set
+        return (f'{html.escape(score["text"])} <span class="muted">({score["n"] - score["missing"]} of '
+                f'{score["n"]} test ids)</span>')
+    return f'{html.escape(score["text"])} <span class="muted">({score["n"]} of {score["N"]})</span>'
+
+
+def _infra(h: dict) -> str:
+    if h["outcome_unknown"] == h["queries"]:
+        return '<span class="muted">unknown (older run)</span>'
+    kinds = ", ".join(f"{k} {n}" for k, n in sorted(h["infra_kinds"].items()))
+    return f'{h["infra"]}' + (f' <span class="muted">({html.escape(kinds)})</span>' if kinds else "")
+
+
+INDEX_TEMPLATE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="generator" content="toolbench-adapter tba report --index">
+<title>{title}</title>
+<style>
+{css}
+</style>
+</head>
+<body>
+<header id="top"><h1>{title}</h1><p class="meta">{meta} · {count} runs · each name opens that run's page</p></header>
+<main id="main">
+{table}
+<p class="meta">SoPR upstream: (n of N) = queries judged of the queries run (denominator: answered queries, as
+StableToolBench). SoPR strict: (n of N test ids) = test ids answered of the whole test set, a missing answer
+counting Unsolved. Infrastructure failures: queries stopped by the model endpoint, the tool server, a replay gap
+or the harness, not by the model.</p>
+</main>
+</body>
+</html>
+"""
