@@ -341,3 +341,24 @@ def test_upstream_evaluator_folder_is_read_at_run_time(stb_root):
     assert "QQQ" in prompt and "AAA" in prompt
     assert spec.temperature == 0.2 and spec.max_tokens == 1000
     assert spec.fingerprint != load_evaluator("default").fingerprint
+
+
+PREFER_ARGS = ["--ref", "a.json", "--out-answers", "b.json", "--out", "o"]
+
+
+def test_the_judge_model_default_follows_the_backend(monkeypatch):
+    """hf without --judge-model judges with the local model; it must not be handed an OpenAI model name."""
+    from runners.cli import build_parser
+    from runners.commands._common import judge_model_from_args
+
+    monkeypatch.delenv("TBA_JUDGE_MODEL", raising=False)
+    parser = build_parser()
+    for command in (["judge", "--converted", "c.json", "--out", "o"], ["prefer", *PREFER_ARGS]):
+        hf = parser.parse_args([*command, "--judge-backend", "hf"])
+        assert judge_model_from_args(hf) is None
+        openai = parser.parse_args(command)
+        assert judge_model_from_args(openai) == "gpt-4o-mini"
+        named = parser.parse_args([*command, "--judge-backend", "hf", "--judge-model", "smollm2"])
+        assert judge_model_from_args(named) == "smollm2"
+    monkeypatch.setenv("TBA_JUDGE_MODEL", "my-judge")
+    assert judge_model_from_args(parser.parse_args(["judge", "--converted", "c.json", "--out", "o"])) == "my-judge"

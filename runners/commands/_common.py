@@ -53,8 +53,9 @@ def add_judge_flags(parser: argparse.ArgumentParser, *, evaluator_help: str, pre
     parser.add_argument("--judge-backend", default="openai",
                         help=f"chat client factory (registered: {', '.join(CHAT_CLIENTS.names())})")
     add_judge_url(parser)
-    parser.add_argument("--judge-model", default=os.environ.get("TBA_JUDGE_MODEL", "gpt-4o-mini"),
-                        help="judge model name (default: $TBA_JUDGE_MODEL or gpt-4o-mini)")
+    parser.add_argument("--judge-model", default=None,
+                        help="judge model name (default: $TBA_JUDGE_MODEL, else gpt-4o-mini for the openai backend "
+                        "and the local model for hf)")
     parser.add_argument("--judge-api-key", default=None, help="API key (default: $OPENAI_API_KEY)")
     parser.add_argument("--judge-mode", default="auto", choices=["auto", *JUDGES.names()],
                         help="tools = forced tool call, json = prompt-driven JSON; auto picks by the client")
@@ -86,9 +87,15 @@ def judge_urls(args: argparse.Namespace) -> list[str] | None:
     return from_env or None
 
 
+def judge_model_from_args(args: argparse.Namespace) -> str | None:
+    """--judge-model, else $TBA_JUDGE_MODEL, else gpt-4o-mini for openai; None lets hf pick the local model."""
+    return (args.judge_model or os.environ.get("TBA_JUDGE_MODEL")
+            or ("gpt-4o-mini" if args.judge_backend == "openai" else None))
+
+
 def judge_client_from_args(args: argparse.Namespace):
     from toolbench_adapter.evaluation.chat import build_chat_client
 
     options = {"accepts_prefill": True} if args.judge_prefill and args.judge_backend == "openai" else {}
-    return build_chat_client(args.judge_backend, model=args.judge_model, base_url=judge_urls(args),
+    return build_chat_client(args.judge_backend, model=judge_model_from_args(args), base_url=judge_urls(args),
                              api_key=args.judge_api_key, **options)

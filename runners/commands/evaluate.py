@@ -57,15 +57,13 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    import os
 
     from ..evaluate import evaluate_run, infra_failure_note
     from ..judge_ray import ChatRecipe, RayJudgeExecutor
-    from ._common import judge_urls
+    from ._common import judge_model_from_args, judge_urls
 
     infra_failure_note(args.run_dir, args.score_anyway)  # refuse before a judge is loaded or asked
-    model = args.judge_model or os.environ.get("TBA_JUDGE_MODEL") or ("gpt-4o-mini" if args.judge_backend == "openai"
-                                                                      else None)
+    model = judge_model_from_args(args)
     options = {}
     if args.judge_backend == "openai":
         options["accepts_prefill"] = args.judge_prefill
