@@ -42,6 +42,9 @@ class RunConfig:
     server_rate: float | None = None  # calls per second to the tool server (None: unpaced)
     server_timeout: float = 120.0  # seconds per tool-server request
     server_attempts: int = 3  # tries per tool call for transport faults (timeouts, resets, 5xx, cut bodies)
+    # this many queries in a row ending in infrastructure failures (a dead server or endpoint) and the rest
+    # are not started: recorded as failures of that kind, redone by a rerun; 0 never stops
+    stop_after_infra_failures: int = 10
     max_observation_length: int = 1024
     max_tokens: int = 1024
     temperature: float = 0.0
@@ -90,6 +93,9 @@ class RunConfig:
         for name in ("max_step", "max_query_count", "max_tokens", "server_attempts"):
             if getattr(self, name) < 1:
                 raise InputError(f"{name} must be at least 1 (got {getattr(self, name)})", field=name)
+        if self.stop_after_infra_failures < 0:
+            raise InputError(f"stop_after_infra_failures must be 0 (never stop) or more "
+                             f"(got {self.stop_after_infra_failures})", field="stop_after_infra_failures")
         if self.limit is not None and self.limit < 1:  # 0 would read as "no limit" and run everything
             raise InputError(f"limit must be at least 1 (got {self.limit})", field="limit",
                              fix="leave --limit out to run every query")

@@ -255,8 +255,13 @@ class RayExecutor:
                 index = min(range(len(workers)), key=load.__getitem__)
                 query = pending[position]
                 position += 1
+                if runner.halt is not None:  # the run stopped early: the driver records it as not started
+                    yield query, runner.not_started(query)
+                    continue
                 in_flight[workers[index].run.remote(job, query)] = (query, index)
                 load[index] += 1
+            if not in_flight:
+                continue
             done, _ = ray.wait(list(in_flight), num_returns=1)
             for ref in done:
                 query, index = in_flight.pop(ref)

@@ -16,6 +16,7 @@ import json
 import random
 import statistics
 import subprocess
+import sys
 import threading
 import time
 import traceback
@@ -207,6 +208,10 @@ class Runner:
         self.executor = executor if executor is not None else make_executor(cfg)
         self.run_dir = cfg.run_dir
         self._lock = threading.Lock()
+        # set when too many queries in a row failed for infrastructure reasons: queries not yet started are
+        # then recorded as failures of that kind without a model or tool call (a dead server costs nothing more)
+        self.halt: InfraFailure | None = None
+        self._streak = 0
 
     # -- the tool server ------------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -230,6 +235,8 @@ class Runner:
     # -- one query --------------------------------------------------------------------------------------
     def run_query(self, query: Query, client, on_call=None) -> QueryOutcome:
         """Run one query and write its files; never raises (a Python exception is a harness_error)."""
+        if self.halt is not None:
+            return self.not_started(query)
         started = time.perf_counter()
         roots: list = []  # the search trees so far, for the partial tree of a failed query
         ctx: QueryContext | None = None
@@ -380,18 +387,52 @@ class Runner:
         manifest = self._manifest(manifest, finished=time.time(), outcomes=outcomes, skipped=done_before,
                                   seconds=time.time() - started)
         manifest["sessions"][-1].update(executor=self.executor.name, endpoints=endpoints)
+        if self.halt is not None:
+            manifest["sessions"][-1]["halted"] = (
+                f"{sum(bool(o.stats.get('not_started')) for o in outcomes)} queries not started after "
+                f"{self.cfg.stop_after_infra_failures} in a row failed ({self.halt.kind}); "
+                f"--stop-after-infra-failures sets the limit")
         write_json_atomic(self.run_dir / MANIFEST, manifest)
         return manifest
 
     def _unrecorded_failure(self, query: Query, exc: Exception) -> QueryOutcome:
-        failure = InfraFailure(HARNESS_ERROR, f"{type(exc).__name__}: {exc}")
+        return self._empty_failure(query, InfraFailure(HARNESS_ERROR, f"{type(exc).__name__}: {exc}"))
+
+    def _empty_failure(self, query: Query, failure: InfraFailure, **extra: Any) -> QueryOutcome:
+        """The outcome of a query that left no tree behind (nothing ran, or its record could not be written)."""
         stats = {"group": query.group, "query_id": query.query_id, "method": self.cfg.method, "query_count": 0,
                  "total_tokens": 0, "model_seconds": 0.0, "env_seconds": 0.0, "wall_seconds": 0.0, "win": False,
-                 "valid_data": False, "answered": False, **failure.as_fields()}
+                 "valid_data": False, "answered": False, **failure.as_fields(), **extra}
         return QueryOutcome(query.group, query.query_id, failure=failure, stats=stats)
+
+    def not_started(self, query: Query) -> QueryOutcome:
+        """A query the run did not start after it stopped early; recorded (queries.jsonl, errors.jsonl) so that
+        the summary counts it and a rerun of the same command redoes it."""
+        outcome = self._empty_failure(query, self.halt, not_started=True)
+        self._record_outcome(outcome.stats, outcome.failure)
+        return outcome
+
+    def _watch_streak(self, stats: dict, failure: InfraFailure | None) -> None:
+        """Count queries in a row that ended in infrastructure failures; past the limit, start no more. Called
+        as each outcome is recorded (in the worker thread, or in the Ray driver), so no query starts after the
+        one that reached the limit was recorded."""
+        if failure is None:
+            self._streak = 0
+            return
+        if stats.get("not_started"):
+            return
+        self._streak += 1
+        limit = self.cfg.stop_after_infra_failures
+        if limit and self._streak >= limit and self.halt is None:
+            self.halt = InfraFailure(failure.kind, f"not started: {self._streak} queries in a row ended in "
+                                                   f"infrastructure failures (last: {failure.kind}: {failure.detail})")
+            tqdm.write(f"tba run: {self._streak} queries in a row failed ({failure.kind}): starting no more "
+                       "queries; fix the cause and rerun the same command", file=sys.stderr)
 
     def _record_outcome(self, stats: dict, failure: InfraFailure | None) -> None:
         """queries.jsonl gets every query's line; errors.jsonl every infrastructure failure's."""
+        with self._lock:
+            self._watch_streak(stats, failure)
         self._append(QUERY_STATS, stats)
         if failure is not None:
             self._append(ERRORS, {**{k: stats[k] for k in ("group", "query_id", "method")},

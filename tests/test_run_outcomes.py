@@ -290,3 +290,41 @@ def test_evaluate_judges_no_group_without_answer_files(tmp_path):
         path.unlink()
     with pytest.raises(InputError, match="no CoT@1 answer files"):
         evaluate_run(run_dir, SolvedJudge(), evaluate_times=1, cache_path=None, progress=False)
+
+
+def test_a_dead_server_stops_the_run_early_and_a_rerun_redoes_everything(tmp_path, capsys):
+    """After N queries in a row fail for infrastructure reasons the rest are not started (no model call is
+    spent on them), yet each is recorded, counted and redone by the same command."""
+    dead = ["--server", closed_port_url(), "--server-attempts", "1", "--stop-after-infra-failures", "2"]
+    backend = ScriptedBackend()
+    cfg_args = run_args(tmp_path, "stop", *dead)
+    assert main(cfg_args) == 3
+    captured = capsys.readouterr()
+    run_dir = tmp_path / "stop"
+    stats = jsonl(run_dir / "queries.jsonl")
+    assert len(stats) == SAMPLE_QUERIES and {s["failure_kind"] for s in stats} == {"tool_server"}
+    started = [s for s in stats if not s.get("not_started")]
+    assert len(started) == 2 and all(s["query_count"] == 1 for s in started)
+    assert all(s["query_count"] == 0 and "not started: 2 queries in a row" in s["failure_detail"]
+               for s in stats if s.get("not_started"))
+    assert len(jsonl(run_dir / "errors.jsonl")) == SAMPLE_QUERIES
+    assert len(list((run_dir / "failed").glob("*/*.json"))) == 2  # only the started ones left a tree
+    session = json.loads((run_dir / "manifest.json").read_text())["sessions"][-1]
+    assert session["halted"].startswith("4 queries not started after 2 in a row failed (tool_server)")
+    assert "STOPPED EARLY: 4 queries not started" in captured.out
+    assert "starting no more queries" in captured.err
+    # 0 never stops: every query is tried and fails on its own
+    never = run_args(tmp_path, "never", *dead[:-1], "0")
+    assert main(never) == 3
+    assert all(not s.get("not_started") for s in jsonl(tmp_path / "never" / "queries.jsonl"))
+    # the server is back: the same run redoes all six, started or not
+    cfg = RunConfig(name="stop", out_root=str(tmp_path), backend="scripted")
+    manifest = Runner(cfg, backend=backend, progress=False).run()
+    assert len({r.key["query_id"] for r in backend.requests}) == SAMPLE_QUERIES
+    assert (manifest["totals"]["finished"], manifest["totals"]["infra_failures"]) == (SAMPLE_QUERIES, 0)
+    assert len(answers(run_dir)) == SAMPLE_QUERIES
+
+
+def test_a_negative_stop_limit_is_refused(tmp_path, capsys):
+    assert main(run_args(tmp_path, "neg", "--stop-after-infra-failures", "-1")) == 2
+    assert "stop_after_infra_failures" in capsys.readouterr().err

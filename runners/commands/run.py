@@ -30,7 +30,8 @@ infrastructure failure: model_endpoint (the model endpoint gave up after its ret
 call's reply was a timeout, reset, 5xx, cut or non-JSON body after the client's retries), replay_gap (the
 replay backend had no recorded turn) or harness_error (a Python exception). An infrastructure failure
 stops that query at once, writes no answer file (its partial tree goes to failed/{group}/, a line to
-errors.jsonl), and is redone by re-running the same command.
+errors.jsonl), and is redone by re-running the same command. After 10 such queries in a row
+(--stop-after-infra-failures) no more are started: the rest are recorded as not started.
 
 The summary at the end counts, over the whole run folder:
   finished  queries that ran to their end (the model's success or failure)
@@ -100,6 +101,10 @@ def register(subparsers) -> None:
     p.add_argument("--server-timeout", type=float, help="seconds per tool-server request (default 120)")
     p.add_argument("--server-attempts", type=int,
                    help="tries per tool call for timeouts, resets, 5xx and cut bodies (default 3)")
+    p.add_argument("--stop-after-infra-failures", type=int, metavar="N",
+                   help="after N queries in a row end in infrastructure failures (a dead tool server or model "
+                   "endpoint), start no more: the rest are recorded as not started and redone by a rerun "
+                   "(default 10; 0: never stop)")
     p.add_argument("--max-tokens", type=int, help="generation budget per turn (default 1024)")
     p.add_argument("--temperature", type=float, help="sampling temperature (default 0)")
     p.add_argument("--concurrency", type=int, help="queries in flight (default 1)")
@@ -170,9 +175,11 @@ def summary_lines(manifest: dict, run_dir: str, redo: str) -> list[str]:
     failures = totals["infra_failures"]
     if failures:
         kinds = ", ".join(f"{kind} {n}" for kind, n in totals["infra_failures_by_kind"].items())
-        lines += [f"  INFRASTRUCTURE FAILURES {failures} ({kinds}): no answer file written; see "
-                  f"{run_dir}/errors.jsonl and {run_dir}/failed/",
-                  f"  redo them (finished queries are skipped): {redo}"]
+        lines.append(f"  INFRASTRUCTURE FAILURES {failures} ({kinds}): no answer file written; see "
+                     f"{run_dir}/errors.jsonl and {run_dir}/failed/")
+        if session.get("halted"):
+            lines.append(f"  STOPPED EARLY: {session['halted']}")
+        lines.append(f"  redo them (finished queries are skipped): {redo}")
     else:
         lines.append("  infrastructure failures 0")
     lines += [f"  files: {run_dir}/{{group}}/{{query_id}}_{{method}}.json, manifest.json, steps.jsonl, queries.jsonl",
