@@ -12,6 +12,10 @@ Rows:
 - endpoints: model endpoints of fixed capacity (each serves at most --capacity requests at once, each in
   --model-delay-ms) reached over HTTP by the openai-chat backend at the highest concurrency: one endpoint,
   then two (--base-url twice); the goal is close to twice the throughput.
+
+CPU ms/query (threads rows): this process's CPU time per query, i.e. the harness's own work (the tool server
+runs in another process and the scripted model only sleeps); ray rows leave it out (their work is done in
+the worker processes).
 """
 
 from __future__ import annotations
@@ -130,12 +134,14 @@ def timed_run(cfg: RunConfig, todo: list, **options) -> float:
     return elapsed
 
 
-def row(label: str, concurrency: int, n: int, elapsed: float, ideal_query_s: float) -> str:
+def row(label: str, concurrency: int, n: int, elapsed: float, ideal_query_s: float, cpu_s: float | None = None) -> str:
     rate = n / elapsed
     ideal = min(concurrency, n) / ideal_query_s
     waves = -(-n // concurrency)  # rounds of `concurrency` queries
     overhead_ms = (elapsed - waves * ideal_query_s) / (waves * 3) * 1000  # 3 steps per query
-    return f"{label:>9} {concurrency:>11} {rate:>10.1f} {ideal:>10.1f} {rate / ideal:>9.0%} {overhead_ms:>17.2f}"
+    cpu = f"{cpu_s / n * 1000:>14.2f}" if cpu_s is not None else f"{'-':>14}"
+    return (f"{label:>9} {concurrency:>11} {rate:>10.1f} {ideal:>10.1f} {rate / ideal:>9.0%} {overhead_ms:>17.2f}"
+            f" {cpu}")
 
 
 def main() -> None:
@@ -168,7 +174,7 @@ def main() -> None:
           f"model delay {args.model_delay_ms:.0f} ms x2, server delay {args.server_delay_ms:.0f} ms; "
           f"ideal {ideal_query_s * 1000:.0f} ms per query; {os.cpu_count()} cores (shared: figures are noisy)")
     print(f"{'executor':>9} {'concurrency':>11} {'queries/s':>10} {'ideal q/s':>10} {'efficiency':>10} "
-          f"{'overhead ms/step':>17}")
+          f"{'overhead ms/step':>17} {'CPU ms/query':>14}")
     try:
         with tempfile.TemporaryDirectory() as tmp:
             def config(name: str, concurrency: int, **fields) -> RunConfig:
@@ -182,8 +188,10 @@ def main() -> None:
             n = len(todo)
             if "threads" in args.executors:
                 for concurrency in args.concurrency:
+                    cpu_started = time.process_time()  # this process only: the tool server runs in its own
                     elapsed = timed_run(config(f"threads-c{concurrency}", concurrency), todo)
-                    print(row("threads", concurrency, n, elapsed, ideal_query_s), flush=True)
+                    cpu_s = time.process_time() - cpu_started
+                    print(row("threads", concurrency, n, elapsed, ideal_query_s, cpu_s), flush=True)
             if "ray" in args.executors:
                 ray_rows(args, config, todo, ideal_query_s)
             if not args.no_endpoints:

@@ -9,6 +9,7 @@ from typing import Any
 
 import yaml
 
+from toolbench_adapter.compat import Compat
 from toolbench_adapter.errors import InputError
 
 METHOD_PATTERN = re.compile(r"^(CoT@(?P<pass_at>\d+)|DFS_woFilter_w(?P<width>\d+))$")
@@ -36,6 +37,7 @@ class RunConfig:
     parser: str | None = None  # None: the dialect's default parser
     flavour: str = "current"  # function format sent (and stored); "legacy" = released answer files
     compat: str = "stb"
+    compat_flags: dict[str, bool] = field(default_factory=dict)  # single flags over the mode (toolbench_adapter/compat.py)
     server: str | list[str] = "embedded"  # /virtual URL(s), or "embedded" (started in-process on a free loopback port)
     simulator: str = "schema"  # embedded server: what answers cache misses
     cache_dir: str | None = None  # embedded server: response cache folder
@@ -107,19 +109,32 @@ class RunConfig:
                              fix="pass either --server embedded or one --server URL per running server")
         if self.server_timeout <= 0:
             raise InputError(f"server_timeout must be positive (got {self.server_timeout})", field="server_timeout")
+        known_flags = Compat.flag_names()
+        for flag, value in self.compat_flags.items():
+            if flag not in known_flags or not isinstance(value, bool):
+                raise InputError(f"bad compat flag {flag}: {value!r}", field="compat_flags",
+                                 fix=f"map flag names ({', '.join(known_flags)}) to true or false")
         if self.flavour not in ("legacy", "current"):
             raise InputError(f"unknown flavour {self.flavour!r}", field="flavour", fix="legacy or current")
 
     def as_dict(self) -> dict:
         return asdict(self)
 
+    def compat_settings(self) -> Compat:
+        return Compat.from_mode(self.compat, **self.compat_flags)
+
     # what must match for two runs (or shards) to be the same run
     DEFINING = ("method", "max_step", "max_query_count", "backend", "model", "dialect", "dialect_options",
-                "parser", "flavour", "compat", "simulator", "max_observation_length", "max_tokens",
+                "parser", "flavour", "compat", "compat_flags", "simulator", "max_observation_length", "max_tokens",
                 "temperature", "seed")
 
     def defining(self) -> dict:
         return {key: getattr(self, key) for key in self.DEFINING}
+
+    @classmethod
+    def defining_of(cls, config: dict) -> dict:
+        """The defining settings of a recorded config (a manifest written before compat_flags had none)."""
+        return {key: config.get(key, {} if key == "compat_flags" else None) for key in cls.DEFINING}
 
 
 def load_yaml(path: str | Path) -> dict:

@@ -2,7 +2,8 @@
 
 Each node is expanded at most ``width`` times; a later sibling is asked for with the diversity prompt
 listing earlier attempts. A final answer ends the search; a give-up backtracks two levels; a pruned or
-depth-limited leaf backtracks one; the search stops after ``max_query_count`` model calls, and at once at
+depth-limited leaf backtracks ``dead_end_back_length`` levels (1 as StableToolBench; 2 with the compat flag
+dfs_dead_end_backtracks_two, an older ToolBench search); the search stops after ``max_query_count`` model calls, and at once at
 an infrastructure failure (ctx.infra_failure: the failed node is pruned, no further model calls).
 """
 
@@ -29,7 +30,7 @@ class DFSResult:
 
 
 def run_dfs(agent: Agent, ctx: QueryContext, root: Node, width: int = 2, max_step: int = 12,
-            max_query_count: int = 200) -> DFSResult:
+            max_query_count: int = 200, dead_end_back_length: int = 1) -> DFSResult:
     result = DFSResult(root=root)
 
     def previous_candidates(node: Node) -> list[dict]:
@@ -55,7 +56,7 @@ def run_dfs(agent: Agent, ctx: QueryContext, root: Node, width: int = 2, max_ste
             if node.observation_code == E.STATUS_GIVE_UP:
                 result.give_up_nodes.append(node)
                 return 2
-            return 1
+            return dead_end_back_length
         for _ in range(width):
             diversity = None
             if node.children:

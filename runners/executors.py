@@ -74,12 +74,16 @@ class ThreadsExecutor:
 
     def map(self, runner: Any, queries: Iterable[Query], client: Any) -> Iterator[tuple[Query, Any]]:
         with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
-            futures = {pool.submit(runner.run_query, query, client): query for query in queries}
-            for future in as_completed(futures):
-                try:
-                    yield futures[future], future.result()
-                except Exception as exc:  # run_query records its own exceptions, unless writing that failed
-                    yield futures[future], exc
+            try:
+                futures = {pool.submit(runner.run_query, query, client): query for query in queries}
+                for future in as_completed(futures):
+                    try:
+                        yield futures[future], future.result()
+                    except Exception as exc:  # run_query records its own exceptions, unless writing that failed
+                        yield futures[future], exc
+            except BaseException:  # Ctrl-C: start no queued query (the with-block would run them all), finish
+                pool.shutdown(wait=True, cancel_futures=True)  # the ones in flight so their files are whole
+                raise
 
     def endpoint_stats(self, runner: Any, client: Any) -> dict[str, list[dict]]:
         return {"model": pool_stats(runner.backend), "tool_server": client.pool_stats()}

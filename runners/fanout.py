@@ -114,7 +114,9 @@ def variant_config(cfg: RunConfig, parser: str) -> RunConfig:
     return replace(cfg, out_root=str(cfg.run_dir), name=parser, parser=parser)
 
 
-def run_fanout(cfg: RunConfig, parsers: list[str], backend: Any = None, progress: bool = True) -> FanoutResult:
+def run_fanout(cfg: RunConfig, parsers: list[str], backend: Any = None, progress: bool = True,
+               command: str | None = None) -> FanoutResult:
+    """``command``: the command line that started the set, kept in each variant's manifest (its redo hint)."""
     check_fanout(cfg, parsers)
     memo = MemoBackend(backend if backend is not None else make_backend(cfg))
     counters = {parser: CountingBackend(memo) for parser in parsers}
@@ -125,10 +127,25 @@ def run_fanout(cfg: RunConfig, parsers: list[str], backend: Any = None, progress
     except (ValueError, TypeError) as exc:  # as tba run: a bad dialect or backend option
         raise InputError(str(exc), fix="check --dialect-option / --backend-option names and values") from None
     manifests: dict[str, dict] = {}
-    with probes[0].tool_server() as url:  # one tool server for every variant, started once
-        for parser in parsers:
-            runner = Runner(configs[parser], backend=counters[parser], server_url=url, progress=progress)
-            manifests[parser] = runner.run()
+    try:
+        with probes[0].tool_server() as url:  # one tool server for every variant, started once
+            for parser in parsers:
+                runner = Runner(configs[parser], backend=counters[parser], server_url=url, progress=progress,
+                                command=command)
+                manifests[parser] = runner.run()
+    except BaseException:
+        # interrupted (Ctrl-C) or failed midway: the calls this session made were spent all the same, so the
+        # set's counts take them before the exception goes on (a resumed set then adds up right)
+        if any(c.calls for c in counters.values()):
+            record_counts(cfg, parsers, memo, counters, configs, manifests)
+        raise
+    return record_counts(cfg, parsers, memo, counters, configs, manifests)
+
+
+def record_counts(cfg: RunConfig, parsers: list[str], memo: MemoBackend, counters: dict[str, CountingBackend],
+                  configs: dict[str, RunConfig], manifests: dict[str, dict]) -> FanoutResult:
+    """This session's counts added to the earlier sessions': fanout.json, and the fanout section of each
+    variant manifest this session wrote (all of them, unless it was interrupted)."""
     counts = memo.counts()
     separate = sum(c.calls for c in counters.values())
     before = previous_counts(cfg.run_dir, parsers)
@@ -139,8 +156,8 @@ def run_fanout(cfg: RunConfig, parsers: list[str], backend: Any = None, progress
                           session_model_calls=counts["model_calls"], session_separate_runs_calls=separate,
                           manifests=manifests)
     record = result.record()
-    for parser in parsers:
-        manifest = {**manifests[parser], "fanout": {**record, "variant": parser}}
+    for parser, manifest in list(manifests.items()):
+        manifest = {**manifest, "fanout": {**record, "variant": parser}}
         write_json_atomic(configs[parser].run_dir / MANIFEST, manifest)
         manifests[parser] = manifest
     write_text_atomic(cfg.run_dir / FANOUT, json.dumps(record, indent=2) + "\n")
@@ -157,20 +174,41 @@ def exit_status(manifests) -> int:
     return 0
 
 
-def command(cfg: RunConfig, spec: str, progress: bool = True) -> int:
-    """`tba run --parsers a,b,...`: run the set, print one line per variant and the fan-out line."""
-    result = run_fanout(cfg, parse_parser_list(spec), progress=progress)
+def failed_variants(manifests: dict[str, dict]) -> list[str]:
+    return [p for p, m in manifests.items() if (m.get("totals") or {}).get("infra_failures")
+            or (m.get("sessions") or [{}])[-1].get("failed")]
+
+
+def summary_record(result: FanoutResult, redo: str | None) -> dict:
+    """`--json`: one object, each variant's run folder and totals, the set's model-call figures, the redo."""
+    status = exit_status(result.manifests.values())
+    return {"set": str(result.set_dir),
+            "variants": {p: {"run": str(result.set_dir / p), **(result.manifests[p].get("totals") or {})}
+                         for p in result.parsers},
+            "model_calls": result.model_calls, "separate_runs_model_calls": result.separate_runs_calls,
+            "memo_hits": result.memo_hits, "session_model_calls": result.session_model_calls,
+            "session_separate_runs_model_calls": result.session_separate_runs_calls,
+            "failed_variants": failed_variants(result.manifests), "redo": redo if status else None}
+
+
+def command(cfg: RunConfig, spec: str, progress: bool = True, redo: str | None = None,
+            as_json: bool = False) -> int:
+    """`tba run --parsers a,b,...`: run the set, print one line per variant and the fan-out line (``as_json``:
+    one JSON object instead). ``redo``: this command line, which redoes every variant's failed queries."""
+    result = run_fanout(cfg, parse_parser_list(spec), progress=progress, command=redo)
+    status = exit_status(result.manifests.values())
+    if as_json:
+        print(json.dumps(summary_record(result, redo), indent=2))
+        return status
     for parser in result.parsers:
         totals = result.manifests[parser].get("totals", {})
         print(f"{parser:<14} {result.set_dir / parser}  queries {totals.get('queries')}  "
               f"valid {totals.get('valid')}  model calls {totals.get('model_calls')}")
     print(result.line())
-    status = exit_status(result.manifests.values())
     if status:
-        failed = [p for p, m in result.manifests.items() if (m.get("totals") or {}).get("infra_failures")
-                  or (m.get("sessions") or [{}])[-1].get("failed")]
-        print(f"FAILURES in {', '.join(failed)}: see each variant's errors.jsonl; the same command again redoes "
-              "exactly those queries (finished ones are skipped)")
+        print(f"FAILURES in {', '.join(failed_variants(result.manifests))}: see each variant's errors.jsonl; the "
+              "same command again redoes exactly those queries (finished ones are skipped)"
+              + (f":\n  {redo}" if redo else ""))
     else:
         print(f"next: tba evaluate on each variant folder (they share the judge cache), then "
               f"tba compare-parsers --runs {result.set_dir}")

@@ -123,5 +123,4 @@ def _check_answer(path: Path) -> None:
 def _defining(manifest: dict) -> dict:
     from .config import RunConfig
 
-    config = manifest.get("config", {})
-    return {key: config.get(key) for key in RunConfig.DEFINING}
+    return RunConfig.defining_of(manifest.get("config", {}))

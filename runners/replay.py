@@ -6,7 +6,8 @@ Layout of ``{out_root}/{name}/``:
   ``--queries`` or the answer file), ``input/{batch}/answers/{group}/{qid}_{method}.json``: copies of the
   recordings in the layout the replay backend reads;
 - ``cache/``: the response cache, each recording's calls under its own category (no two recordings fight);
-- ``{batch}/``: one run folder per method (and dialect): manifest, answer files, steps, queries.jsonl;
+- ``{batch}/``: one run folder per method (and dialect, limits, and the compat flags an older ToolBench DFSDT
+  recording needs: replay_search_rule.py): manifest, answer files, steps, queries.jsonl;
 - ``replay.jsonl``: one line per input file (see README / ``tba replay --help``).
 
 Groups: the group named in the file's path, else "G0_ungrouped"; a second recording of the same query and
@@ -34,6 +35,7 @@ from toolbench_adapter.toolset import build_toolset
 
 from .config import RunConfig
 from .models.replay import recording_dialect
+from .replay_search_rule import compat_flags_for
 
 REPLAY_LINES = "replay.jsonl"
 UNGROUPED = "G0_ungrouped"
@@ -50,6 +52,7 @@ class Planned:
     query_id: int
     method: str
     batch: str = ""
+    compat_flags: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -110,8 +113,9 @@ def plan(files: list[Path], resolver: QueryResolver) -> tuple[list[Planned], lis
 def _batch_key(item: Planned) -> tuple:
     args = item.answer.data.get("forward_args") or {}
     dialect = recording_dialect(item.answer.data) or "openai-tools"
+    flags = tuple(sorted(compat_flags_for(item.answer.data)))  # an older ToolBench search: its own batch
     return (item.method, dialect, int(args.get("single_chain_max_step") or DEFAULT_MAX_STEP),
-            int(args.get("max_query_count") or DEFAULT_MAX_QUERY_COUNT))
+            int(args.get("max_query_count") or DEFAULT_MAX_QUERY_COUNT), flags)
 
 
 def _batches(planned: list[Planned]) -> dict[tuple, list[Planned]]:
@@ -120,10 +124,13 @@ def _batches(planned: list[Planned]) -> dict[tuple, list[Planned]]:
         batches.setdefault(_batch_key(item), []).append(item)
     names: Counter = Counter(key[0] for key in batches)
     for key, items in batches.items():
-        method, dialect, max_step, max_queries = key
+        method, dialect, max_step, max_queries, flags = key
         name = method if names[method] == 1 else f"{method}-{dialect}-s{max_step}-q{max_queries}"
+        if flags and names[method] > 1:
+            name += "-" + "-".join(flags)
         for item in items:
             item.batch = name
+            item.compat_flags = dict.fromkeys(flags, True)
     return batches
 
 
@@ -171,7 +178,7 @@ def replay(inputs: list[str | Path], name: str, out_root: str | Path = "results/
         builder.write(cache_dir)
         server = build_virtual_server(ServerConfig(cache_dir=cache_dir, simulator="none", save=False))
         with EmbeddedServer(create_app(server)) as embedded:
-            for (method, dialect, max_step, max_queries), items in batches.items():
+            for (method, dialect, max_step, max_queries, _), items in batches.items():
                 batch = items[0].batch
                 input_dir = replay_dir / "input" / batch
                 _write_inputs(input_dir, items)
@@ -179,7 +186,8 @@ def replay(inputs: list[str | Path], name: str, out_root: str | Path = "results/
                                 groups=sorted({item.group for item in items}), method=method, max_step=max_step,
                                 max_query_count=max_queries, backend="replay",
                                 backend_options={"answers": str(input_dir / "answers")}, dialect=dialect,
-                                flavour="legacy", compat=compat, simulator="none", concurrency=concurrency)
+                                flavour="legacy", compat=compat, compat_flags=items[0].compat_flags,
+                                simulator="none", concurrency=concurrency)
                 Runner(cfg, server_url=embedded.url, progress=progress).run()
     result.lines = [_line(item, replay_dir / item.batch) for item in planned] + refused
     order = {str(path): index for index, path in enumerate(files)}
@@ -209,7 +217,7 @@ def _failure(run_dir: Path, item: Planned) -> tuple[str, str]:
 def _line(item: Planned, run_dir: Path) -> dict:
     ours = answer_path(run_dir, item.group, item.query_id, item.method)
     base = {"source": str(item.answer.path), "group": item.group, "query_id": item.query_id, "method": item.method,
-            "query_source": item.resolved.source}
+            "query_source": item.resolved.source, "compat_flags": item.compat_flags}
     notes = [{"kind": note} for note in item.resolved.notes]
     if not ours.exists():
         kind, detail = _failure(run_dir, item)

@@ -31,7 +31,6 @@ from tqdm import tqdm
 
 import toolbench_adapter
 from toolbench_adapter.answers.write import answer_path, write_json_atomic
-from toolbench_adapter.compat import Compat
 from toolbench_adapter.dialects import make_dialect
 from toolbench_adapter.env import ToolEnv
 from toolbench_adapter.errors import InputError
@@ -193,7 +192,7 @@ class Runner:
         self.backend = backend if backend is not None else make_backend(cfg)
         cfg = fit_dialect(cfg, self.backend)
         self.cfg = cfg
-        self.compat = Compat.from_mode(cfg.compat)
+        self.compat = cfg.compat_settings()
         self.dialect = make_dialect(cfg.dialect, **cfg.dialect_options)
         self.parser_name = cfg.parser or self.dialect.default_parser
         self.parse = make_parse(self.parser_name)
@@ -264,7 +263,8 @@ class Runner:
             result = run_cot(agent, ctx, new_root, pass_at=self.method_arg, max_step=self.cfg.max_step)
             return cot_file(result, ctx, self.cfg)
         result = run_dfs(agent, ctx, new_root(), width=self.method_arg, max_step=self.cfg.max_step,
-                         max_query_count=self.cfg.max_query_count)
+                         max_query_count=self.cfg.max_query_count,
+                         dead_end_back_length=2 if self.compat.dfs_dead_end_backtracks_two else 1)
         return dfs_file(result, ctx, self.cfg, random.Random(self.cfg.seed))
 
     def failed_path(self, group: str, query_id: int) -> Path:
@@ -342,7 +342,7 @@ class Runner:
             previous = json.loads(path.read_text())
         except ValueError:
             return None
-        old = previous.get("config", {})
+        old = RunConfig.defining_of(previous.get("config", {}))
         changed = {k: (old.get(k), v) for k, v in self.cfg.defining().items() if old.get(k) != v}
         if changed:
             details = "; ".join(f"{k}: {a!r} -> {b!r}" for k, (a, b) in changed.items())
@@ -362,6 +362,7 @@ class Runner:
             raise InputError(f"cannot write the run folder ({exc.strerror or exc})", path=self.run_dir,
                              fix="choose a writable --out-root, or another --name") from None
         outcomes: list[QueryOutcome] = []
+        tally = ProgressTally()  # the bar's counts, kept as outcomes arrive (not recounted: O(n) per query)
         bar = tqdm(total=len(todo), desc=f"{self.cfg.name} {self.cfg.method}", unit="query",
                    disable=not self.progress, dynamic_ncols=True)
         with self.tool_server() as url:
@@ -376,8 +377,9 @@ class Runner:
                         outcome = self._unrecorded_failure(query, outcome)
                         self._record_outcome(outcome.stats, outcome.failure)
                     outcomes.append(outcome)
+                    tally.add(outcome)
                     bar.update(1)
-                    bar.set_postfix_str(progress_postfix(outcomes), refresh=False)
+                    bar.set_postfix_str(tally.text(), refresh=False)
                 endpoints = self.executor.endpoint_stats(self, client)  # requests served / failed per endpoint
             finally:
                 bar.close()
@@ -457,7 +459,7 @@ class Runner:
             "backend": self.cfg.backend,
             "dialect": self.dialect.describe(),
             "parser": self.parser_name,
-            "compat": Compat.from_mode(self.cfg.compat).as_dict(),
+            "compat": self.cfg.compat_settings().as_dict(),
             "code_version": code_version(),
             "seed": self.cfg.seed,
         })
@@ -476,14 +478,32 @@ class Runner:
         return manifest
 
 
+class ProgressTally:
+    """The progress bar's counts, updated one outcome at a time."""
+
+    def __init__(self) -> None:
+        self.finished = self.answered = 0
+        self.failures: Counter = Counter()
+
+    def add(self, outcome: QueryOutcome) -> None:
+        self.finished += outcome.finished
+        self.answered += outcome.answered
+        if outcome.failure is not None:
+            self.failures[outcome.failure.kind] += 1
+
+    def text(self) -> str:
+        """finished=5 answered=4 infra=2 (tool_server 2): the bar names every infrastructure failure as it happens."""
+        text = f"finished={self.finished} answered={self.answered} infra={sum(self.failures.values())}"
+        if self.failures:
+            text += " (" + ", ".join(f"{kind} {n}" for kind, n in sorted(self.failures.items())) + ")"
+        return text
+
+
 def progress_postfix(outcomes: list[QueryOutcome]) -> str:
-    """finished=5 answered=4 infra=2 (tool_server 2): the bar names every infrastructure failure as it happens."""
-    failures = Counter(o.failure.kind for o in outcomes if o.failure is not None)
-    text = (f"finished={sum(o.finished for o in outcomes)} answered={sum(o.answered for o in outcomes)} "
-            f"infra={sum(failures.values())}")
-    if failures:
-        text += " (" + ", ".join(f"{kind} {n}" for kind, n in sorted(failures.items())) + ")"
-    return text
+    tally = ProgressTally()
+    for outcome in outcomes:
+        tally.add(outcome)
+    return tally.text()
 
 
 def summarize(run_dir: Path, method: str) -> dict:

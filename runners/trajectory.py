@@ -42,7 +42,8 @@ def dfs_file(result: DFSResult, ctx: QueryContext, cfg: RunConfig, rng: random.R
     chosen, finish_type = None, "give_answer"
     if terminals:
         chosen = terminals[0]
-    elif result.give_up_nodes:  # upstream falls back to a random give-up node (valid, finish_type give_up)
+    elif result.give_up_nodes and not cfg.compat_settings().dfs_no_give_up_answer:
+        # upstream falls back to a random give-up node (valid, finish_type give_up)
         chosen = result.give_up_nodes[rng.randrange(len(result.give_up_nodes))]
         finish_type = "give_up"
     valid = chosen is not None

@@ -20,10 +20,12 @@ OK_BODY = {"error": "", "response": "fine",
            "choices": [{"index": 0, "message": {"role": "assistant", "content": "fine"}, "finish_reason": "stop"}]}
 
 
-def _reply(status: int, body: bytes, content_type: str = "application/json", length: int | None = None) -> bytes:
+def _reply(status: int, body: bytes, content_type: str = "application/json", length: int | None = None,
+           headers: dict[str, str] | None = None) -> bytes:
     reason = {200: "OK", 404: "Not Found", 429: "Too Many Requests", 500: "Internal Server Error",
               503: "Service Unavailable"}.get(status, "Status")
-    head = (f"HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\n"
+    extra = "".join(f"{name}: {value}\r\n" for name, value in (headers or {}).items())
+    head = (f"HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\n{extra}"
             f"Content-Length: {len(body) if length is None else length}\r\nConnection: close\r\n\r\n")
     return head.encode() + body
 
@@ -52,9 +54,10 @@ def _read_request(conn: socket.socket) -> bytes:
 
 class FaultyServer:
     """Faults: "ok", "cut" (Content-Length larger than the body, then close), "reset" (RST, no reply),
-    "hang" (no reply until the server stops), "html" (200, not JSON), or an HTTP status as an int."""
+    "hang" (no reply until the server stops), "html" (200, not JSON), an HTTP status as an int, or a
+    (status, headers) pair, e.g. ``(429, {"Retry-After": "2"})``."""
 
-    def __init__(self, script: list[str | int], ok_body: dict | None = None):
+    def __init__(self, script: list[str | int | tuple[int, dict]], ok_body: dict | None = None):
         self.script = list(script)
         self.ok_body = json.dumps(ok_body or OK_BODY).encode()
         self.requests: list[bytes] = []
@@ -72,7 +75,7 @@ class FaultyServer:
         with self._lock:
             return len(self.requests)
 
-    def _next_fault(self, request: bytes) -> str | int:
+    def _next_fault(self, request: bytes) -> str | int | tuple[int, dict]:
         with self._lock:
             self.requests.append(request)
             return self.script[min(len(self.requests), len(self.script)) - 1]
@@ -104,7 +107,8 @@ class FaultyServer:
             elif fault == "html":
                 conn.sendall(_reply(200, b"<html>not json</html>", "text/html"))
             else:
-                conn.sendall(_reply(int(fault), json.dumps({"detail": f"status {fault}"}).encode()))
+                status, headers = fault if isinstance(fault, tuple) else (int(fault), None)
+                conn.sendall(_reply(status, json.dumps({"detail": f"status {status}"}).encode(), headers=headers))
         except OSError:
             pass  # the client gave up first (a timeout test)
         finally:

@@ -109,3 +109,13 @@ def test_data_fetch_from_loopback(capsys, tmp_path, stb_root):
         assert not list(out_dir.rglob("G7_nothing*")) and not list(out_dir.rglob(".*.json.*"))
     finally:
         server.shutdown()
+
+
+def test_an_unknown_registry_name_reads_in_the_singular_with_suggestions():
+    from toolbench_adapter.parsers import PARSERS
+    from toolbench_adapter.registry import UnknownNameError
+
+    with pytest.raises(UnknownNameError) as unknown:
+        PARSERS.get("react-fnd")
+    assert str(unknown.value).startswith("unknown parser 'react-fnd'. Did you mean react-find")
+    assert "Known parsers: " in str(unknown.value) and "parserss" not in str(unknown.value)

@@ -157,3 +157,12 @@ def test_unknown_profile_fails_before_any_engine_starts(tmp_path):
                             text=True, timeout=60)
     assert result.returncode != 0 and "known profiles: smollm2, toolllama" in result.stderr
     assert "starting" not in result.stdout
+
+
+@pytest.mark.parametrize("backend", ["chat", "completions"])
+def test_the_e2e_smollm2_configs_give_a_final_answer_the_same_tokens_as_smollm2(backend):
+    from runners.config import load_yaml
+
+    configs = PROJECT_ROOT / "runners" / "configs"
+    e2e = load_yaml(configs / f"e2e-smollm2-{backend}.yaml")
+    assert e2e["max_tokens"] == load_yaml(configs / "smollm2.yaml")["max_tokens"] >= 256

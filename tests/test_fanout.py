@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import threading
 import time
 from dataclasses import replace
@@ -227,3 +228,67 @@ def test_cli_fanout_exits_3_on_infrastructure_failures_and_the_rerun_redoes_them
     assert main(args) == 0
     assert "this session 2 (separate runs: 4)" in capsys.readouterr().out  # only the failed query, per variant
     assert all(len(answers(tmp_path / "set" / p)) == QUERIES for p in ("react-find", "react-robust"))
+
+
+def test_cli_fanout_json_prints_one_summary_object_and_keeps_the_command_as_redo(tmp_path, monkeypatch, capsys):
+    def flaky(request):
+        if request.key.get("query_id") == 900004:
+            return Completion(error="endpoint gave up after 3 attempts", error_kind="model_endpoint")
+        return react_script(request)
+
+    monkeypatch.setitem(BACKENDS._entries, "flaky-script", lambda **options: ScriptedBackend(script=flaky, **options))
+    args = ["run", "--name", "set", "--out-root", str(tmp_path), "--backend", "flaky-script", "--dialect",
+            "toolllama", "--tool-root", TOOLS, "--parsers", "react-find,react-robust", "--quiet", "--json"]
+    assert main(args) == 3
+    summary = json.loads(capsys.readouterr().out)  # the whole output is one JSON object
+    redo = "tba " + shlex.join(args)
+    assert summary["set"] == str(tmp_path / "set") and summary["redo"] == redo
+    assert set(summary["variants"]) == {"react-find", "react-robust"}
+    for parser, variant in summary["variants"].items():
+        assert variant["run"] == str(tmp_path / "set" / parser)
+        assert (variant["queries"], variant["infra_failures"]) == (QUERIES, 1)
+        assert variant["infra_failures_by_kind"] == {"model_endpoint": 1}
+        # each variant's manifest keeps the command line that started it: the redo of its summary
+        manifest = json.loads((tmp_path / "set" / parser / "manifest.json").read_text())
+        assert manifest["sessions"][-1]["command"] == redo
+    record = json.loads((tmp_path / "set" / "fanout.json").read_text())
+    assert summary["model_calls"] == record["model_calls"] == summary["session_model_calls"] > 0
+    assert summary["separate_runs_model_calls"] == record["separate_runs_model_calls"] > summary["model_calls"]
+    assert summary["failed_variants"] == ["react-find", "react-robust"]
+
+
+class InterruptedAfter:
+    """A backend that answers ``calls`` requests, then is interrupted (Ctrl-C) on the next one."""
+
+    def __init__(self, calls: int):
+        self.inner = ScriptedBackend(script=react_script)
+        self.left = calls
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def complete(self, request):
+        if self.left == 0:
+            raise KeyboardInterrupt
+        self.left -= 1
+        return self.inner.complete(request)
+
+
+def test_an_interrupted_fanout_still_adds_its_calls_to_the_set_counts(tmp_path):
+    one_run = 2 * QUERIES
+    with pytest.raises(KeyboardInterrupt):
+        run_fanout(config(tmp_path, "set"), ["react-find", "react-robust"], backend=InterruptedAfter(one_run),
+                   progress=False)
+    # react-find ran whole (12 calls); react-robust shared turns through the memo until the first turn the memo
+    # lacked (a divergent query's second turn), which was interrupted: counted as sent
+    record = json.loads((tmp_path / "set" / "fanout.json").read_text())
+    assert record["model_calls"] == one_run + 1
+    assert record["separate_runs_model_calls"] > one_run + 1  # react-robust's memo hits before the interrupt
+    manifest = json.loads((tmp_path / "set" / "react-find" / "manifest.json").read_text())
+    assert manifest["fanout"]["model_calls"] == one_run + 1  # the finished variant's manifest has the figures
+    # the resumed set adds what it asks to the interrupted session's figures
+    result = run_fanout(config(tmp_path, "set"), ["react-find", "react-robust"],
+                        backend=ScriptedBackend(script=react_script), progress=False)
+    assert result.session_model_calls > 0
+    assert result.model_calls == one_run + 1 + result.session_model_calls
+    assert result.separate_runs_calls == record["separate_runs_model_calls"] + result.session_separate_runs_calls

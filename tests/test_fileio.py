@@ -18,6 +18,8 @@ from toolbench_adapter.fileio import (
     write_json_atomic,
     write_text_atomic,
 )
+from toolbench_adapter.parsers.corpus import ModelOutput
+from toolbench_adapter.report.parsers import compare_parsers, write_comparison
 
 
 @pytest.fixture
@@ -41,6 +43,16 @@ def test_atomic_writes_follow_the_umask(tmp_path, umask, mask, mode):
     write_text_atomic(tmp_path / "table.md", "x")
     for path in (answer, tmp_path / MANIFEST, tmp_path / "table.md"):
         assert stat.S_IMODE(path.stat().st_mode) == mode, path
+
+
+def test_the_parser_comparison_report_follows_the_umask(tmp_path, umask):
+    umask(0o077)  # a private umask: the report must not be widened to 0644 by hand
+    result = compare_parsers([ModelOutput(source="1", text='Action: f\nAction Input: {"a": 1}')], ["react-find"],
+                             progress=False)
+    written = write_comparison(result, tmp_path / "report")
+    assert {path.name for path in written} >= {"summary.md", "parsers.csv", "parsers.png"}
+    for path in written:
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
 
 
 def test_a_file_in_the_way_of_the_folder_is_an_input_error(tmp_path):

@@ -69,6 +69,36 @@ def test_llm_survives_an_endpoint_error():
     assert result.answer["error"] == E.FAKE_RESPONSE_FAILED and len(server.exchanges) == 2
 
 
+def replies(*items):
+    """A stand-in that answers each request with the next item: a completion's text, or a Reply as is."""
+    queue = iter(items)
+
+    def answer(exchange):
+        item = next(queue)
+        return item if isinstance(item, Reply) else completion(item)
+    return answer
+
+
+@pytest.mark.parametrize("name", ["llm", "mirrorapi"])
+def test_a_transient_endpoint_fault_is_retried_without_spending_a_sample(name):
+    good = '{"error": "", "response": {"temp": 3}}'
+    script = [Reply(status=503, body="busy"), "not json", "still not json", good] if name == "llm" else \
+        [Reply(status=503, body="busy"), "nothing useful", "nothing useful", good]
+    with StandInServer(replies(*script)) as server:
+        result = make_simulator(name, options(server)).simulate(REQUEST)
+    assert result.answer["response"] in ({"temp": 3}, "{'temp': 3}") and result.cacheable
+    assert len(server.exchanges) == 4  # the 503 was retried by the transport; three samples after it
+
+
+@pytest.mark.parametrize("name", ["llm", "mirrorapi"])
+def test_an_endpoint_fault_retrying_cannot_fix_is_asked_once(name, caplog):
+    with StandInServer(lambda exchange: Reply(status=400, body={"detail": "bad model"})) as server:
+        result = make_simulator(name, options(server)).simulate(REQUEST)
+    assert result.answer["error"] == E.FAKE_RESPONSE_FAILED and not result.cacheable
+    assert len(server.exchanges) == 1
+    assert "http_4xx" in caplog.text  # the transport's fault name reaches the log
+
+
 def test_mirrorapi_request_format(tmp_path):
     prompt = tmp_path / "sft_system.txt"
     prompt.write_text("SYSTEM PROMPT FROM A FILE")

@@ -4,7 +4,9 @@ the tool-server client, the model endpoint and the judge client, and only the tr
 from __future__ import annotations
 
 import socket
+import time
 from concurrent.futures import ThreadPoolExecutor
+from email.utils import formatdate
 
 import pytest
 
@@ -13,7 +15,14 @@ from tests.faulty_http import FaultyServer
 from toolbench_adapter.evaluation.chat import ChatError, OpenAIChatClient
 from toolbench_adapter.server.client import ClientConfig, ReplyKind, ServerClient
 from toolbench_adapter.server.ratelimit import RateLimiter
-from toolbench_adapter.transport import EndpointPool, FaultKind, HttpTransport, RetryPolicy, classify_status
+from toolbench_adapter.transport import (
+    EndpointPool,
+    FaultKind,
+    HttpTransport,
+    RetryPolicy,
+    classify_status,
+    retry_after_s,
+)
 
 TIMEOUT = 0.5  # only the "hang" fault ever waits this long
 
@@ -98,6 +107,44 @@ def test_the_result_records_every_attempt_and_the_waits():
     assert result.faults == (FaultKind.TRUNCATED_BODY, FaultKind.HTTP_5XX, FaultKind.CONNECTION_ERROR)
     assert sleeps == [0.5, 1.0, 1.5]  # doubling from backoff_s, capped at backoff_max_s
     assert result.latency_s > 0
+
+
+def test_a_429_retry_after_in_seconds_is_waited_out_capped_by_the_policy():
+    sleeps = []
+    script = [(429, {"Retry-After": "3"}), (429, {"Retry-After": "120"}), (503, {"Retry-After": "2"}), 429, "ok"]
+    with FaultyServer(script) as server:
+        transport = HttpTransport.to(server.url, policy=RetryPolicy(attempts=5, backoff_s=0.25, backoff_max_s=10),
+                                     timeout=5, sleep=sleeps.append)
+        result = transport.post_json("", {})
+    assert result.ok and result.attempts == 5
+    # as asked; 120 s capped at backoff_max_s; a 503's too; without the header the doubling backoff
+    assert sleeps == [3.0, 10.0, 2.0, 2.0]
+
+
+def test_a_429_retry_after_as_an_http_date_is_waited_out():
+    sleeps = []
+    when = formatdate(time.time() + 4, usegmt=True)
+    with FaultyServer([(429, {"Retry-After": when}), "ok"]) as server:
+        transport = HttpTransport.to(server.url, policy=RetryPolicy(attempts=2, backoff_s=0.1, backoff_max_s=30),
+                                     timeout=5, sleep=sleeps.append)
+        assert transport.post_json("", {}).ok
+    assert len(sleeps) == 1 and 2.0 < sleeps[0] <= 4.0  # the date has whole seconds: 3 to 4 s from now
+
+
+def test_retry_after_values():
+    assert retry_after_s("7") == 7.0 and retry_after_s(" 0 ") == 0.0
+    assert retry_after_s("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412470.0) == 10.0
+    assert retry_after_s("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412490.0) == 0.0  # in the past: no wait
+    assert retry_after_s("Wed, 21 Oct 2015 07:28:00 -0000", now=1445412470.0) == 10.0  # no zone: GMT
+    assert retry_after_s(None) is None and retry_after_s("soon") is None and retry_after_s("-5") is None
+
+
+def test_a_retry_after_on_a_lasting_fault_does_not_make_it_retried():
+    sleeps = []
+    with FaultyServer([(400, {"Retry-After": "1"}), "ok"]) as server:
+        transport = HttpTransport.to(server.url, timeout=5, sleep=sleeps.append)
+        assert transport.post_json("", {}).fault is FaultKind.HTTP_4XX
+    assert sleeps == [] and server.count == 1
 
 
 def test_a_failed_result_keeps_the_status_and_the_body():

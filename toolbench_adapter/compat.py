@@ -2,7 +2,8 @@
 
 ``stb`` (the default) reproduces StableToolBench bug for bug, so numbers compare with the leaderboard.
 ``strict`` corrects each quirk. A run records the mode and every flag, so a number is never unlabelled.
-Flags can also be set one by one (``Compat.from_mode("stb", suffix_match_names=False)``).
+Flags can also be set one by one (``Compat.from_mode("stb", suffix_match_names=False)``; a run's
+``compat_flags`` setting does this).
 """
 
 from __future__ import annotations
@@ -23,11 +24,22 @@ class Compat:
     answered_only_denominator: bool = True
     # server: simulated entries are written into the cache (ours are always marked as simulated)
     cache_simulated_responses: bool = True
+    # DFSDT: a pruned or depth-limited leaf that is not a give-up backtracks two levels (like a give-up) instead
+    # of one. Not StableToolBench (False in every mode): an older ToolBench search that some of ToolBench's own
+    # example answers were made with; `tba replay` sets it for the recordings that need it (runners/replay_search_rule.py)
+    dfs_dead_end_backtracks_two: bool = False
+    # DFSDT answer: a search that found no final answer records none (valid_data false, final_answer "") instead
+    # of a random give-up node (finish_type give_up). Not StableToolBench (False in every mode): the same older
+    # ToolBench; `tba replay` sets it for the recordings that need it
+    dfs_no_give_up_answer: bool = False
 
     @classmethod
     def from_mode(cls, mode: str = "stb", **overrides: bool) -> Compat:
         if mode not in MODES:
             raise ValueError(f"unknown compat mode {mode!r}; choose one of {', '.join(MODES)}")
+        unknown = sorted(set(overrides) - set(cls.flag_names()))
+        if unknown:
+            raise ValueError(f"unknown compat flag(s) {', '.join(unknown)}; known: {', '.join(cls.flag_names())}")
         return replace(MODES[mode], **overrides)
 
     def as_dict(self) -> dict:

@@ -69,8 +69,9 @@ class Registry(Generic[T]):
         if entry is None:
             close = difflib.get_close_matches(name, self.names(), n=3)
             hint = f" Did you mean {', '.join(close)}?" if close else ""
+            one = self.kind.replace("_", " ").removesuffix("s")  # kinds are plural: "parsers" -> "parser"
             raise UnknownNameError(
-                f"unknown {self.kind} {name!r}.{hint} Known {self.kind}s: {', '.join(self.names())}"
+                f"unknown {one} {name!r}.{hint} Known {one}s: {', '.join(self.names())}"
             )
         if isinstance(entry, str):
             module_name, _, attr = entry.partition(":")

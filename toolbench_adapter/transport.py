@@ -13,6 +13,8 @@ down for a while and the request tried on another, without spending the request'
 Which faults are retried (``FaultKind.transient``):
 - timeout, connection_error (refused / reset / closed before a reply), truncated_body (fewer bytes than
   Content-Length, a broken chunk), http_5xx, http_429: the same request may well succeed a moment later.
+  A 429 or 503 that says ``Retry-After`` (seconds, or an HTTP date) is waited out as asked instead of the
+  backoff, capped by the policy's ``backoff_max_s`` so one server cannot stall a run.
 - http_4xx (any other status but 200) and not_json (HTTP 200 with a body that does not parse): the
   server understood the request and answered it; asking again gets the same answer. For the tool
   server, not_json is upstream's status-12 "request invalid, data error" path, which never retries.
@@ -25,12 +27,16 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC
+from email.utils import parsedate_to_datetime
 from enum import StrEnum
 from typing import Any, Protocol
 
 import requests
 from tenacity import RetryCallState, Retrying, retry_if_exception
 from urllib3.exceptions import ReadTimeoutError
+
+from .http_session import EnvCachedSession
 
 
 class FaultKind(StrEnum):
@@ -94,6 +100,23 @@ class RetryPolicy:
     def wait_after(self, failures: int) -> float:
         """The wait after the ``failures``-th failed try (1-based)."""
         return min(self.backoff_max_s, self.backoff_s * 2 ** (failures - 1))
+
+
+def retry_after_s(value: str | None, *, now: float | None = None) -> float | None:
+    """Seconds a ``Retry-After`` header asks to wait: delay-seconds or an HTTP date; None when absent or
+    unreadable (then the policy's backoff applies)."""
+    if value is None or not value.strip():
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:  # "-0000": RFC 9110 dates are GMT, so read it as such
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
 class Limiter(Protocol):
@@ -265,7 +288,7 @@ class HttpTransport:
     def session(self) -> requests.Session:
         session = getattr(self._local, "session", None)
         if session is None:
-            session = requests.Session()
+            session = EnvCachedSession()  # requests' Session, the environment read once per URL
             session.headers.update(self.headers)
             self._local.session = session
         return session
@@ -289,6 +312,13 @@ class HttpTransport:
             return _Sent(data=response.json(), response=response)
         except ValueError:  # requests' JSONDecodeError included
             return _Sent(fault=FaultKind.NOT_JSON, detail="the body is not JSON", response=response)
+
+    @staticmethod
+    def _asked_wait(sent: _Sent) -> float | None:
+        """The wait a 429 / 503 asked for in its Retry-After header (RFC 9110 names both statuses)."""
+        if sent.response is None or sent.response.status_code not in (429, 503):
+            return None
+        return retry_after_s(sent.response.headers.get("Retry-After"))
 
     def post_json(self, path: str, body: Any, *, headers: Mapping[str, str] | None = None) -> HttpResult:
         """POST ``body`` to ``path`` under a pool endpoint ("" for the endpoint URL itself)."""
@@ -324,7 +354,12 @@ class HttpTransport:
             return state.attempt_number - failovers >= self.policy.attempts
 
         def wait(state: RetryCallState) -> float:
-            return 0.0 if failed_over else self.policy.wait_after(state.attempt_number - failovers)
+            if failed_over:
+                return 0.0
+            asked = self._asked_wait(last)
+            if asked is not None:
+                return min(self.policy.backoff_max_s, asked)
+            return self.policy.wait_after(state.attempt_number - failovers)
 
         retrying = Retrying(stop=stop, wait=wait, sleep=self.sleep, reraise=True,
                             retry=retry_if_exception(lambda exc: isinstance(exc, _AttemptFailed) and exc.kind.transient))

@@ -18,7 +18,8 @@ Writes OUT_ROOT/NAME/: one run folder per method ({method}/{group}/{qid}_{method
 cache/, input/ (the queries and recordings as replayed) and replay.jsonl, one line per input file:
 source, answer (the replayed answer file, or null), actions_recorded, actions_exact (same name and
 byte-identical Action Input, in node order), observations_recorded, observations_exact,
-final_answer_equal, differences (each with its kind: api_answered_differently, observation_not_replayable,
+final_answer_equal, compat_flags (those an older ToolBench DFSDT recording was replayed with: its own run
+folder), differences (each with its kind: api_answered_differently, observation_not_replayable,
 function_list_differs, recording_truncated, action_differs, ...), and for a file not replayed its reason.
 
 Exit status: 0 when every input file was replayed; 3 when some were not (unreadable or unusable files,

@@ -23,7 +23,7 @@ A run folder results/runs/NAME holds {group}/{query_id}_{method}.json (upstream 
 manifest.json, steps.jsonl (one line per environment step: parse error kind, JSON rung, status code, and
 for tool calls the reply kind, HTTP status, attempts and latency), queries.jsonl (outcome, tokens, latency
 per query), errors.jsonl and failed/. Re-running the same command resumes: finished queries are skipped.
-Interrupting loses at most the queries in flight.
+Ctrl-C lets the queries in flight finish and starts no other (a rerun goes on from there).
 
 Each query ends either finished (the model's own success or failure; its answer file is written) or as an
 infrastructure failure: model_endpoint (the model endpoint gave up after its retries), tool_server (a tool
@@ -140,14 +140,14 @@ def run(args) -> int:
 
     cfg = config_from_args(args)
     check_writable(cfg.run_dir)  # an unwritable --out-root is exit 2 before any query is spent
+    redo = "tba " + shlex.join(getattr(args, "argv", None) or ["run", "--name", cfg.name])
     if getattr(args, "parsers", None):  # the parser fan-out (runners/fanout.py)
         if cfg.executor != "threads":  # its model calls are shared through one in-process memo
             raise InputError("the parser fan-out (--parsers) runs on threads only", field="executor",
                              fix="leave --executor out, or run each parser as its own run")
         from ..fanout import command
 
-        return command(cfg, args.parsers, progress=not args.quiet)
-    redo = "tba " + shlex.join(getattr(args, "argv", None) or ["run", "--name", cfg.name])
+        return command(cfg, args.parsers, progress=not args.quiet, redo=redo, as_json=args.json)
     try:
         runner = Runner(cfg, progress=not args.quiet, command=redo)
     except (ValueError, TypeError) as exc:

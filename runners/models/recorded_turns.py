@@ -30,6 +30,8 @@ class Turn:
     text: str | None
     call: tuple[str, str] | None  # (function name, raw arguments); None for a text-only turn
     children: list[Turn] = field(default_factory=list)
+    # the turn's last recorded node (the one DFSDT expanded next): its depth, pruned flag and code
+    last: dict | None = field(default=None, repr=False, compare=False)
 
 
 def _turns_below(node: dict, text_only: frozenset[str] = frozenset()) -> list[Turn]:
@@ -42,7 +44,7 @@ def _turns_below(node: dict, text_only: frozenset[str] = frozenset()) -> list[Tu
             if len(below) == 1 and below[0].get("node_type") == "Action" and not alone:
                 turns.append(_call_turn(child.get("description"), below[0], text_only))
             else:
-                turns.append(Turn(child.get("description"), None, _turns_below(child, text_only)))
+                turns.append(Turn(child.get("description"), None, _turns_below(child, text_only), child))
         elif kind == "Action":
             turns.append(_call_turn(None, child, text_only))
     return turns
@@ -52,7 +54,7 @@ def _call_turn(text: str | None, action: dict, text_only: frozenset[str]) -> Tur
     inputs = [c for c in action.get("children") or [] if c.get("node_type") == "Action Input"]
     arguments = inputs[0].get("description", "") if inputs else ""
     below = _turns_below(inputs[0], text_only) if inputs else []
-    return Turn(text, (action.get("description") or "", arguments or ""), below)
+    return Turn(text, (action.get("description") or "", arguments or ""), below, inputs[0] if inputs else action)
 
 
 def _text_only_messages(answer: dict) -> frozenset[str]:

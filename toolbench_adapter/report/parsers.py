@@ -13,14 +13,13 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import statistics
-import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..fileio import write_bytes_atomic, write_text_atomic
 from ..parsers import ErrorKind, ParsedTurn, get_parser, parser_names
 from ..parsers.corpus import ModelOutput
 
@@ -150,7 +149,6 @@ def _count(stats: ParserStats, turn: ParsedTurn, elapsed_us: float) -> None:
 
 def write_comparison(result: Comparison, out_dir: str | Path, inputs: list[str] | None = None) -> list[Path]:
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     files = {
         "parsers.csv": _csv(_parser_rows(result)),
         "error_kinds.csv": _csv(_counter_rows(result, "errors", "error")),
@@ -159,22 +157,10 @@ def write_comparison(result: Comparison, out_dir: str | Path, inputs: list[str] 
         "disagreements.jsonl": _disagreements_jsonl(result),
         "summary.md": summary_markdown(result, inputs or []),
     }
-    written = [_atomic_write(out / name, content.encode("utf-8")) for name, content in files.items()]
-    written.append(_atomic_write(out / "parsers.png", _chart_png(result)))
+    # fileio's writers: atomic, modes from the umask, unwritable places an input error naming the path
+    written = [write_text_atomic(out / name, content) for name, content in files.items()]
+    written.append(write_bytes_atomic(out / "parsers.png", _chart_png(result)))
     return written
-
-
-def _atomic_write(path: Path, data: bytes) -> Path:
-    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
-        os.chmod(temp, 0o644)  # mkstemp creates 0600; a report is meant to be shared
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-    return path
 
 
 def _csv(rows: list[list]) -> str:

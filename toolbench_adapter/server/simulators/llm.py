@@ -1,7 +1,8 @@
 """``llm``: any OpenAI-compatible chat model plays the API, with this project's own prompt.
 
-The answer must be a JSON object with "error" (a string) and "response" keys; anything else is retried,
-and after the last attempt the call gets upstream's "Failed to generate fake response" answer (not cached).
+The answer must be a JSON object with "error" (a string) and "response" keys; anything else is sampled again
+(endpoint faults are retried by the transport; one that outlives them ends the call at once), and after the
+last attempt the call gets upstream's "Failed to generate fake response" answer (not cached).
 """
 
 from __future__ import annotations
@@ -10,11 +11,9 @@ import json
 import logging
 from typing import Any
 
-import requests
-
 from ...protocol.env import FAKE_RESPONSE_FAILED
 from .base import SimulationRequest, SimulationResult, SimulatorOptions
-from .chat import chat_completion, strip_fences
+from .chat import EndpointFailed, SimulatorChat, strip_fences
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +75,7 @@ class LlmSimulator:
         self.options = options or SimulatorOptions()
         if not self.options.model:
             raise ValueError("the llm simulator needs a model name (--llm-model)")
+        self.chat = SimulatorChat(self.options)
 
     def simulate(self, request: SimulationRequest) -> SimulationResult:
         messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user_message(request)}]
@@ -87,8 +87,11 @@ class LlmSimulator:
             params["response_format"] = {"type": "json_object"}
         for attempt in range(1, self.options.attempts + 1):
             try:
-                answer = validate_answer(chat_completion(self.options, messages, **params))
-            except (requests.RequestException, ValueError, KeyError, IndexError, TypeError) as exc:
+                answer = validate_answer(self.chat.complete(messages, **params))
+            except EndpointFailed as exc:  # already retried by the transport: asking again fails the same way
+                log.warning("llm simulator attempt %d: the model endpoint failed: %s", attempt, exc)
+                break
+            except ValueError as exc:  # a reply that is not a chat completion: sample again
                 log.warning("llm simulator attempt %d failed: %s", attempt, exc)
                 continue
             if answer is not None:

@@ -14,13 +14,11 @@ import re
 from pathlib import Path
 from typing import Any
 
-import requests
-
 from ...protocol import server as S
 from ...protocol.env import FAKE_RESPONSE_FAILED
 from ...protocol.server import TOOLBENCH_KEY_HEADER
 from .base import SimulationRequest, SimulationResult, SimulatorOptions
-from .chat import chat_completion, strip_fences
+from .chat import EndpointFailed, SimulatorChat, strip_fences
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +79,7 @@ class MirrorApiSimulator:
         if not self.options.model:
             raise ValueError("the mirrorapi simulator needs the served model name (--llm-model)")
         self.system_prompt = load_system_prompt(self.options.system_prompt_file)
+        self.chat = SimulatorChat(self.options)
 
     def simulate(self, request: SimulationRequest) -> SimulationResult:
         messages = [{"role": "system", "content": self.system_prompt},
@@ -88,10 +87,13 @@ class MirrorApiSimulator:
         temperature = S.MIRRORAPI_TEMPERATURE if self.options.temperature is None else self.options.temperature
         for attempt in range(1, self.options.attempts + 1):
             try:
-                text = chat_completion(self.options, messages, temperature=temperature,
-                                       max_tokens=self.options.max_tokens or S.MIRRORAPI_MAX_TOKENS,
-                                       seed=S.MIRRORAPI_SEED)
-            except (requests.RequestException, ValueError, KeyError, IndexError, TypeError) as exc:
+                text = self.chat.complete(messages, temperature=temperature,
+                                          max_tokens=self.options.max_tokens or S.MIRRORAPI_MAX_TOKENS,
+                                          seed=S.MIRRORAPI_SEED)
+            except EndpointFailed as exc:  # already retried by the transport: asking again fails the same way
+                log.warning("mirrorapi attempt %d: the model endpoint failed: %s", attempt, exc)
+                break
+            except ValueError as exc:  # a reply that is not a chat completion: sample again
                 log.warning("mirrorapi attempt %d failed: %s", attempt, exc)
                 continue
             answer = parse_answer(text)
