@@ -39,3 +39,15 @@ def fixtures_root() -> Path:
 @pytest.fixture(scope="session")
 def project_root() -> Path:
     return PROJECT_ROOT
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    """One local Ray cluster per test module, two worker CPUs as `--executor ray` starts on a 2-core machine;
+    workers import the project (and the test module, for test backends) from the working directory, which Ray
+    puts on their path. Use with tests.ray_support.needs_ray."""
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()

@@ -8,30 +8,12 @@ import json
 import os
 from pathlib import Path
 
-import pytest
-
 from runners.cli import main
 from runners.config import RunConfig
 from runners.executors import EXECUTORS, RayExecutor, ThreadsExecutor, make_executor
 from runners.models.scripted import ScriptedBackend
 from runners.run import Runner
-
-try:
-    import ray
-except ImportError:  # the optional extra
-    ray = None
-
-needs_ray = pytest.mark.skipif(ray is None, reason="Ray is an optional extra (pip install -e '.[ray]'); make test "
-                               "installs it")
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    # two worker processes, as `tba run --executor ray` starts on a 2-core machine; workers import the
-    # project (and this module, for the test backend) from the working directory, which Ray puts on their path
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield
-    ray.shutdown()
+from tests.ray_support import needs_ray
 
 
 def answers(run_dir: Path) -> dict:
@@ -74,7 +56,7 @@ class DiesOnce(ScriptedBackend):
 
 
 @needs_ray
-def test_the_sample_set_gives_the_same_answer_files_under_threads_and_ray(tmp_path, cluster, capsys):
+def test_the_sample_set_gives_the_same_answer_files_under_threads_and_ray(tmp_path, ray_cluster, capsys):
     common = ["run", "--out-root", str(tmp_path), "--backend", "scripted", "--quiet", "--concurrency", "4"]
     assert main([*common, "--name", "threads"]) == 0
     assert main([*common, "--name", "ray", "--executor", "ray"]) == 0
@@ -96,7 +78,7 @@ def test_the_sample_set_gives_the_same_answer_files_under_threads_and_ray(tmp_pa
 
 
 @needs_ray
-def test_a_worker_killed_mid_run_is_retried_and_nothing_is_lost_or_duplicated(tmp_path, cluster):
+def test_a_worker_killed_mid_run_is_retried_and_nothing_is_lost_or_duplicated(tmp_path, ray_cluster):
     reference = Runner(RunConfig(name="threads", out_root=str(tmp_path), backend="scripted", concurrency=2),
                        progress=False)
     reference.run()
@@ -128,7 +110,7 @@ def test_executor_ray_without_ray_installed_is_bad_input(tmp_path, monkeypatch, 
 
 
 @needs_ray
-def test_a_killed_driver_resumes_without_loss_or_duplicates(tmp_path, cluster, project_root):
+def test_a_killed_driver_resumes_without_loss_or_duplicates(tmp_path, ray_cluster, project_root):
     import signal
     import subprocess
     import sys
@@ -181,7 +163,7 @@ def test_the_parser_fan_out_is_refused_on_ray(tmp_path, capsys):
 
 
 @needs_ray
-def test_ray_workers_spread_over_several_endpoints_and_skip_a_dead_one(tmp_path, cluster):
+def test_ray_workers_spread_over_several_endpoints_and_skip_a_dead_one(tmp_path, ray_cluster):
     from tests.openai_standin import OpenAIStandin
     from tests.test_endpoints import agent_reply, dead_url, run_args, tool_server
 
@@ -200,7 +182,7 @@ def test_ray_workers_spread_over_several_endpoints_and_skip_a_dead_one(tmp_path,
 
 
 @needs_ray
-def test_a_dead_server_stops_dispatch_under_ray(tmp_path, cluster, capsys):
+def test_a_dead_server_stops_dispatch_under_ray(tmp_path, ray_cluster, capsys):
     """The driver stops dispatching once the limit is reached: the rest are recorded as not started."""
     import socket
 

@@ -14,22 +14,8 @@ import pytest
 from runners.cli import main
 from runners.config import RunConfig
 from runners.run import Runner
+from tests.ray_support import needs_ray
 from tests.test_judge_loopback import StandIn, function_of, tool_reply
-
-try:
-    import ray
-except ImportError:  # the optional extra
-    ray = None
-
-needs_ray = pytest.mark.skipif(ray is None, reason="Ray is an optional extra (pip install -e '.[ray]'); make test "
-                               "installs it")
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield
-    ray.shutdown()
 
 
 def verdict(payload: dict) -> dict:
@@ -65,7 +51,7 @@ def cache_keys(path: Path) -> list[str]:
 
 
 @needs_ray
-def test_ray_gives_the_same_labels_and_tables_as_threads_and_uses_the_cache_alike(tmp_path, cluster, capsys,
+def test_ray_gives_the_same_labels_and_tables_as_threads_and_uses_the_cache_alike(tmp_path, ray_cluster, capsys,
                                                                                   monkeypatch):
     from toolbench_adapter.evaluation.passrate import ThreadJudgeExecutor
 
@@ -108,7 +94,7 @@ def test_ray_gives_the_same_labels_and_tables_as_threads_and_uses_the_cache_alik
 
 
 @needs_ray
-def test_a_judge_worker_that_cannot_reach_the_judge_gives_error_labels_not_a_crash(tmp_path, cluster, capsys):
+def test_a_judge_worker_that_cannot_reach_the_judge_gives_error_labels_not_a_crash(tmp_path, ray_cluster, capsys):
     from runners.judge_ray import ChatRecipe, RayJudgeExecutor
     from toolbench_adapter.evaluation.evaluator import load_evaluator
     from toolbench_adapter.evaluation.judge import make_judge
