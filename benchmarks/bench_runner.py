@@ -34,6 +34,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from runners.config import RunConfig  # noqa: E402
+from runners.models.scripted import scripted_call  # noqa: E402
 from runners.run import Runner  # noqa: E402
 
 
@@ -71,17 +72,8 @@ def _serve(handler) -> http.server.ThreadingHTTPServer:
 def agent_message(body: dict) -> dict:
     """The scripted agent's answer over the OpenAI chat API: call the first function, then Finish."""
     turn = sum(1 for m in body.get("messages", []) if m.get("role") == "assistant")
-    functions = [t["function"] for t in body.get("tools") or []]
-    if turn == 0 and functions and functions[0]["name"] != "Finish":
-        first = functions[0]
-        required = first["parameters"].get("required", [])
-        arguments = {k: v.get("example_value", "") for k, v in first["parameters"].get("properties", {}).items()
-                     if k in required}
-        call = {"name": first["name"], "arguments": json.dumps(arguments)}
-    else:
-        call = {"name": "Finish", "arguments": json.dumps({"return_type": "give_answer", "final_answer": "done"})}
     return {"role": "assistant", "content": None,
-            "tool_calls": [{"id": f"call_{turn}", "type": "function", "function": call}]}
+            "tool_calls": [scripted_call(body.get("tools"), turn, final_answer="done")]}
 
 
 def fixed_capacity_model(capacity: int, delay_s: float) -> http.server.ThreadingHTTPServer:

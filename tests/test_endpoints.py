@@ -12,6 +12,7 @@ import pytest
 from runners.cli import main
 from runners.config import RunConfig, load_yaml
 from runners.models.openai_http import OpenAIEndpoint, UnreachableEndpoint
+from runners.models.scripted import scripted_call
 from tests.openai_standin import OpenAIStandin, Reply
 from toolbench_adapter.errors import InputError
 from toolbench_adapter.evaluation.chat import OpenAIChatClient
@@ -30,19 +31,10 @@ def dead_url(path: str = "") -> str:
 
 
 def agent_reply(endpoint: str, body: dict) -> Reply:
-    """A deterministic tool-calling model: call the first function with its required example values, then
-    Finish (ids from the turn number, so every endpoint answers a request the same)."""
+    """A deterministic tool-calling model: the scripted agent's call for this turn (the turn number makes the
+    ids, so every endpoint answers a request the same)."""
     turn = sum(1 for m in body["messages"] if m["role"] == "assistant")
-    functions = [t["function"] for t in body.get("tools") or []]
-    if turn == 0 and functions and functions[0]["name"] != "Finish":
-        first = functions[0]
-        required = first["parameters"].get("required", [])
-        arguments = {k: v.get("example_value", "") for k, v in first["parameters"].get("properties", {}).items()
-                     if k in required}
-        call = {"name": first["name"], "arguments": json.dumps(arguments)}
-    else:
-        call = {"name": "Finish", "arguments": json.dumps({"return_type": "give_answer", "final_answer": "done"})}
-    return Reply(text=None, tool_calls=[{"id": f"call_{turn}", "type": "function", "function": call}],
+    return Reply(text=None, tool_calls=[scripted_call(body.get("tools"), turn, final_answer="done")],
                  usage={"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15})
 
 

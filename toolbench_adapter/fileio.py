@@ -134,7 +134,7 @@ def write_bytes_atomic(path: str | Path, data: bytes, fsync: bool = False) -> Pa
 
 
 def utf8_safe(text: str) -> str:
-    """``text`` with lone surrogates (which UTF-8 cannot encode) written as ``\\udXXX`` escapes: inside a
+    """``text`` with lone surrogates (which UTF-8 cannot encode) written as JSON ``\\ud800``-style escapes: inside a
     JSON string that is the JSON escape of the same character, so JSON stays valid and round-trips."""
     try:
         text.encode("utf-8")

@@ -16,19 +16,23 @@ from collections.abc import Callable
 from .base import Completion, ModelRequest
 
 
-def default_script(request: ModelRequest) -> Completion:
-    functions = [t["function"] for t in request.tools or []]
-    if not request.key.get("path") and functions and functions[0]["name"] != "Finish":
+def scripted_call(tools: list[dict] | None, turn: int, final_answer: str = "scripted answer") -> dict:
+    """The scripted agent's tool call at ``turn``: the first function with its required example values, then
+    Finish with ``final_answer`` (id from the turn, so any process or endpoint answers a request the same)."""
+    functions = [t["function"] for t in tools or []]
+    if turn == 0 and functions and functions[0]["name"] != "Finish":
         first = functions[0]
         properties = first["parameters"].get("properties", {})
         arguments = {k: v.get("example_value", "") for k, v in properties.items()
                      if k in first["parameters"].get("required", [])}
         call = {"name": first["name"], "arguments": json.dumps(arguments)}
     else:
-        call = {"name": "Finish", "arguments": json.dumps({"return_type": "give_answer",
-                                                           "final_answer": "scripted answer"})}
-    return Completion(text=None, tool_calls=[{"id": f"call_{len(request.key.get('path', []))}",
-                                              "type": "function", "function": call}])
+        call = {"name": "Finish", "arguments": json.dumps({"return_type": "give_answer", "final_answer": final_answer})}
+    return {"id": f"call_{turn}", "type": "function", "function": call}
+
+
+def default_script(request: ModelRequest) -> Completion:
+    return Completion(text=None, tool_calls=[scripted_call(request.tools, len(request.key.get("path", [])))])
 
 
 class ScriptedBackend:
