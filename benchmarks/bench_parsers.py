@@ -2,7 +2,8 @@
 
 Usage: python benchmarks/bench_parsers.py [--corpus FILE.jsonl] [--repeats N]
        python benchmarks/bench_parsers.py --adversarial [options of bench_parsers_adversarial.py]
-Default corpus: ../shared/fixtures/react_outputs_dev.jsonl (or $TBA_SHARED_ROOT/fixtures/...).
+Default corpus: data/parser_corpus/react_outputs.jsonl, real model outputs shipped with the project
+(data/README.md); the team's larger dev corpus is --corpus ../shared/fixtures/react_outputs_dev.jsonl.
 
 For each variant, each repeat times one pass over the whole corpus and divides by the number of texts;
 the median and p90 are over repeats. Also prints react-robust / react-find on the well-formed texts
@@ -21,8 +22,7 @@ from pathlib import Path
 
 from toolbench_adapter.parsers import get_parser, parser_names
 
-DEFAULT_CORPUS = Path(os.environ.get("TBA_SHARED_ROOT", Path(__file__).resolve().parents[2] / "shared")) / \
-    "fixtures" / "react_outputs_dev.jsonl"
+DEFAULT_CORPUS = Path(__file__).resolve().parents[1] / "data" / "parser_corpus" / "react_outputs.jsonl"
 
 
 def per_parse_us(parser, texts: list[str], repeats: int) -> list[float]:
@@ -51,11 +51,16 @@ def main() -> int:
     args = options.parse_args()
     path = Path(args.corpus)
     if not path.is_file():
-        print(f"corpus not found: {path} (set TBA_SHARED_ROOT or pass --corpus)", file=sys.stderr)
+        print(f"corpus not found: {path} (pass --corpus FILE.jsonl)", file=sys.stderr)
         return 2
     records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    records = [r for r in records if isinstance(r, dict) and isinstance(r.get("text"), str)]
     texts = [r["text"] for r in records]
     well_formed = [r["text"] for r in records if not r.get("notes", "").startswith("MALFORMED")]
+    if not texts or not well_formed or args.repeats < 1:
+        print(f"{path}: needs JSONL records with a string \"text\" field, some with notes not starting with "
+              f"MALFORMED (the well-formed ratio), and --repeats of at least 1", file=sys.stderr)
+        return 2
     print(f"corpus: {path} ({len(texts)} texts, {len(well_formed)} well-formed), {args.repeats} repeats")
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpu(s)")
     print(f"{'parser':<14} {'median us':>10} {'p90 us':>10}   (whole corpus, per parse)")

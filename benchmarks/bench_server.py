@@ -11,9 +11,12 @@ Two servers run side by side on loopback, each in its own process, over the same
             inside the server rather than in the HTTP stack
 
 A thread pool of keep-alive HTTP clients sends cache-hit requests in the upstream payload shape for a fixed
-time; every answer is checked against the cache. Prints requests/s, p50 and p99 latency, and the ratio.
+time; every answer is checked against the cache. Prints requests/s and each server's share of the ceiling,
+p50 and p99 latency, the server process's CPU time per request (user + system, from /proc), and the ratios.
+The clients share the machine's cores with the server: on 2 cores the figures move with the load, so
+compare servers within one run. Where the time goes inside the server: benchmarks/profile_server.py.
 
-    .venv/bin/python benchmarks/bench_server.py [--threads 8] [--seconds 5] [--apis 20] [--entries 300]
+    .venv/bin/python benchmarks/bench_server.py [--threads 8] [--seconds 6] [--rounds 3] [--apis 20] [--entries 300]
 """
 
 from __future__ import annotations
@@ -88,7 +91,7 @@ def serve_ceiling(answer_file: str) -> None:
     answering a constant body of a typical cached answer's size."""
     from fastapi import FastAPI
 
-    from toolbench_adapter.server.app import _read_body
+    from toolbench_adapter.server.limits import read_body_capped
     from toolbench_adapter.server.runner import bind, serve_forever, url_of
 
     body = Path(answer_file).read_text(encoding="utf-8")
@@ -96,7 +99,7 @@ def serve_ceiling(answer_file: str) -> None:
 
     @app.post("/virtual")
     async def virtual(request: Request) -> Response:
-        await _read_body(request, 1 << 20)
+        await read_body_capped(request, 1 << 20)
         return Response(body, media_type="application/json")
 
     sock = bind("127.0.0.1", 0)
@@ -135,6 +138,15 @@ def start(command: list[str]) -> tuple[subprocess.Popen, str]:
     return process, line.split()[1]
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time of a process so far (Linux /proc; None elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+
+
 def load(url: str, calls: list, threads: int, seconds: float, check: bool = True) -> dict:
     host_port = url.split("//")[1].split("/")[0]
     host, port = host_port.split(":")
@@ -164,8 +176,13 @@ def load(url: str, calls: list, threads: int, seconds: float, check: bool = True
     for thread in pool:
         thread.join()
     elapsed = time.perf_counter() - began
-    merged = sorted(x for per_thread in latencies for x in per_thread)
-    return {"requests": len(merged), "rps": len(merged) / elapsed, "wrong": sum(wrong),
+    return summary([x for per_thread in latencies for x in per_thread], elapsed, sum(wrong))
+
+
+def summary(latencies: list[float], elapsed: float, wrong: int) -> dict:
+    merged = sorted(latencies)
+    return {"requests": len(merged), "rps": len(merged) / elapsed, "wrong": wrong, "elapsed": elapsed,
+            "latencies": merged,
             "p50_ms": merged[len(merged) // 2] * 1000 if merged else 0.0,
             "p99_ms": merged[min(len(merged) - 1, int(len(merged) * 0.99))] * 1000 if merged else 0.0,
             "mean_ms": statistics.fmean(merged) * 1000 if merged else 0.0}
@@ -174,7 +191,9 @@ def load(url: str, calls: list, threads: int, seconds: float, check: bool = True
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threads", type=int, default=8, help="concurrent client threads (default 8)")
-    parser.add_argument("--seconds", type=float, default=5.0, help="load time per server (default 5)")
+    parser.add_argument("--seconds", type=float, default=6.0, help="load time per server (default 6)")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="the servers take turns this many times, seconds/rounds each (default 3)")
     parser.add_argument("--apis", type=int, default=20, help="cache files (default 20)")
     parser.add_argument("--entries", type=int, default=300, help="entries per cache file (default 300)")
     parser.add_argument("--serve-reread", metavar="DIR", help=argparse.SUPPRESS)  # internal: the reread server
@@ -193,32 +212,56 @@ def main() -> int:
         constant.write_text(json.dumps(calls[0][1], ensure_ascii=False), encoding="utf-8")
         size = sum(p.stat().st_size for p in cache.rglob("*.json")) / len(list(cache.rglob("*.json")))
         print(f"cache: {args.apis} files x {args.entries} entries (mean file {size / 1024:.0f} KiB); "
-              f"{args.threads} client threads, {args.seconds:g} s per server, loopback, {os.cpu_count()} cores")
+              f"{args.threads} client threads, {args.seconds:g} s per server in {args.rounds} turns, loopback, {os.cpu_count()} cores")
         servers = {
             "embedded (tba serve)": [sys.executable, "-m", "runners.cli", "serve", "--port", "0", "--cache",
                                      str(cache), "--simulator", "none", "--no-save"],
             "reread per request (upstream design)": [sys.executable, __file__, "--serve-reread", str(cache)],
             "ceiling (same HTTP stack, constant)": [sys.executable, __file__, "--serve-ceiling", str(constant)],
         }
-        results = {}
-        for name, command in servers.items():
-            env_free = {k: v for k, v in os.environ.items() if k != "TBA_STB_ROOT"}
-            os.environ.clear()
-            os.environ.update(env_free)
-            process, url = start(command)
-            try:
-                check = not name.startswith("ceiling")  # the ceiling answers one constant body
-                load(url, calls, args.threads, min(1.0, args.seconds), check)  # warm-up: first touch of every file
-                results[name] = load(url, calls, args.threads, args.seconds, check)
-            finally:
+        # all three started at once and loaded in turns (--rounds): a burst of other work on a shared machine
+        # then falls on each server alike instead of on whichever ran at the time
+        env_free = {k: v for k, v in os.environ.items() if k != "TBA_STB_ROOT"}
+        os.environ.clear()
+        os.environ.update(env_free)
+        started = {}
+        try:
+            for name, command in servers.items():
+                started[name] = start(command)
+            runs: dict[str, list[tuple[dict, float | None]]] = {name: [] for name in servers}
+            for name, (_, url) in started.items():  # warm-up: first touch of every file
+                load(url, calls, args.threads, min(1.0, args.seconds), check=not name.startswith("ceiling"))
+            for _ in range(args.rounds):
+                for name, (process, url) in started.items():
+                    check = not name.startswith("ceiling")  # the ceiling answers one constant body
+                    cpu_before = cpu_seconds(process.pid)
+                    result = load(url, calls, args.threads, args.seconds / args.rounds, check)
+                    cpu_after = cpu_seconds(process.pid)
+                    runs[name].append((result, None if cpu_before is None else cpu_after - cpu_before))
+        finally:
+            for process, _ in started.values():
                 process.terminate()
                 process.wait(timeout=10)
-        print(f"{'server':40s} {'req/s':>9s} {'p50 ms':>8s} {'p99 ms':>8s} {'requests':>9s} {'wrong':>6s}")
-        for name, r in results.items():
-            print(f"{name:40s} {r['rps']:9.1f} {r['p50_ms']:8.2f} {r['p99_ms']:8.2f} {r['requests']:9d} {r['wrong']:6d}")
+        results = {}
+        for name, parts in runs.items():
+            results[name] = result = summary([x for r, _ in parts for x in r["latencies"]],
+                                             sum(r["elapsed"] for r, _ in parts), sum(r["wrong"] for r, _ in parts))
+            cpu = [c for _, c in parts]
+            result["cpu_us"] = (None if None in cpu or not result["requests"]
+                                else sum(cpu) / result["requests"] * 1e6)
+            result["rounds_rps"] = [r["rps"] for r, _ in parts]
         embedded, reread, ceiling = results.values()
+        print(f"{'server':40s} {'req/s':>9s} {'of ceiling':>10s} {'p50 ms':>8s} {'p99 ms':>8s} "
+              f"{'server CPU/req':>14s} {'requests':>9s} {'wrong':>6s}")
+        for name, r in results.items():
+            cpu = "n/a" if r["cpu_us"] is None else f"{r['cpu_us']:.0f} us"
+            print(f"{name:40s} {r['rps']:9.1f} {r['rps'] / ceiling['rps']:10.0%} {r['p50_ms']:8.2f} "
+                  f"{r['p99_ms']:8.2f} {cpu:>14s} {r['requests']:9d} {r['wrong']:6d}")
         print(f"ratio embedded / reread: {embedded['rps'] / reread['rps']:.2f}x requests/s, "
               f"p50 {reread['p50_ms'] / embedded['p50_ms']:.2f}x lower, p99 {reread['p99_ms'] / embedded['p99_ms']:.2f}x lower")
+        shares = [e["rps"] / c["rps"] for (e, _), (c, _) in zip(runs[next(iter(runs))], runs[list(runs)[-1]],
+                                                                   strict=True)]
+        print("embedded / ceiling per round: " + ", ".join(f"{x:.0%}" for x in shares))
         print(f"embedded cache hits: {embedded['rps'] / ceiling['rps']:.0%} of the HTTP stack's ceiling "
               f"({embedded['rps']:.0f} of {ceiling['rps']:.0f} req/s; the rest is the server's own work per request)")
         return 1 if any(r["wrong"] for r in results.values()) else 0

@@ -10,13 +10,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolbench_adapter.call_record import CallRecorder
 from toolbench_adapter.dialects.base import Dialect
 from toolbench_adapter.parsers.base import ParsedTurn
 from toolbench_adapter.protocol import env as E
 from toolbench_adapter.protocol.react import TOOL_CALL_ID_LENGTH, TOOL_CALL_ID_PREFIX
+from toolbench_adapter.structured.checks import step_violations
 from toolbench_adapter.toolset import Toolset
 
-from .models.base import Completion, ModelRequest
+from .models.base import CONTEXT_LENGTH, Completion, ModelRequest
 from .outcome import InfraFailure, model_failure, tool_failure
 from .tree import ACTION, ACTION_INPUT, THOUGHT, Node
 
@@ -45,6 +47,11 @@ class QueryContext:
     records: list[dict] = field(default_factory=list)  # per-step records for steps.jsonl
     # set at the first infrastructure failure: the search stops there and the query writes no answer file
     infra_failure: InfraFailure | None = None
+    # model requests the endpoint refused as longer than the model's context: the model's limit, so the chain
+    # ends there (upstream: an LLM error prunes the Thought) and the query still finishes
+    context_length: int = 0
+    # each model call's request and raw reply, into the first step record of that call (call_record.py)
+    calls: CallRecorder = field(default_factory=CallRecorder)
 
     def __post_init__(self) -> None:
         # call ids and fallbacks are deterministic per (seed, query): reruns write identical files
@@ -59,12 +66,16 @@ class Agent:
     max_tokens: int = 1024
     temperature: float = 0.0
     on_call: Callable[[], None] | None = None  # progress hook, called once per model call
+    # --constrain / --on-invalid (runners/structured.py): constrained requests and re-asks; None: as upstream
+    structured: Any = None
 
     def request_for(self, node: Node, ctx: QueryContext, messages: list[dict]) -> ModelRequest:
         rendered = self.dialect.render(messages, ctx.toolset)
         return ModelRequest(
             prompt=rendered.prompt, messages=rendered.messages, tools=rendered.tools, stop=rendered.stop,
-            max_tokens=self.max_tokens, temperature=self.temperature, extra={"prefill": rendered.prefill},
+            max_tokens=self.max_tokens, temperature=self.temperature,
+            extra={"prefill": rendered.prefill,
+                   **(self.structured.request_extra(ctx.toolset, rendered) if self.structured else {})},
             key={"group": ctx.group, "query_id": ctx.toolset.query.query_id, "method": ctx.method,
                  "path": node.calls_so_far(), "attempt": len(node.children)})
 
@@ -73,7 +84,15 @@ class Agent:
         return self.grow(node, ctx, self.generate(node, ctx))
 
     def generate(self, node: Node, ctx: QueryContext) -> Completion:
-        completion = self.backend.complete(self.request_for(node, ctx, node.messages))
+        completion = self.ask(self.request_for(node, ctx, node.messages), ctx)
+        if self.structured is not None:  # an invalid reply may be asked again (--on-invalid reask:N)
+            completion = self.structured.settle(self, node, ctx, completion)
+        return completion
+
+    def ask(self, request: ModelRequest, ctx: QueryContext) -> Completion:
+        """One model call, counted in the query's budget and recorded for its step record."""
+        completion = self.backend.complete(request)
+        ctx.calls.sent(request, completion)
         ctx.budget.query_count += 1
         ctx.budget.total_tokens += completion.total_tokens
         ctx.budget.model_seconds += completion.latency_s
@@ -90,10 +109,13 @@ class Agent:
             thought.pruned = True
             failure = model_failure(completion)
             ctx.infra_failure = ctx.infra_failure or failure
-            self._record(ctx, turn, thought, None, None, None, error="model_error", detail=completion.error, completion=completion,
-                         infra=failure)
+            too_long = completion.error_kind == CONTEXT_LENGTH
+            ctx.context_length += too_long
+            self._record(ctx, turn, thought, None, None, None, error=CONTEXT_LENGTH if too_long else "model_error",
+                         detail=completion.error, completion=completion, infra=failure)
             return thought
         parsed = self.parse(completion)
+        violations = step_violations(parsed, ctx.toolset)  # per call (one list for a turn with no call)
         content = self.dialect.assistant_content(completion.text, parsed)
         last = node
         if completion.text is not None:
@@ -101,7 +123,7 @@ class Agent:
         if not parsed.calls:
             last = last if last is not node else node.add_child(THOUGHT, "", messages)
             last.messages = list(messages) + [{"role": "assistant", "content": content}]
-            self._record(ctx, turn, last, parsed, None, None, completion=completion)
+            self._record(ctx, turn, last, parsed, None, None, completion=completion, violations=violations[0])
             return last
         tool_calls = [{"id": call.call_id or self._call_id(ctx), "type": "function",
                        "function": {"name": call.name, "arguments": call.arguments_raw}} for call in parsed.calls]
@@ -109,7 +131,7 @@ class Agent:
         history = list(messages) + [assistant]
         env = node.env.copy()  # this branch's state; siblings keep their own
         last.env = env
-        for call, tool_call in zip(parsed.calls, tool_calls, strict=True):
+        for call, tool_call, call_violations in zip(parsed.calls, tool_calls, violations, strict=True):
             action = last.add_child(ACTION, call.name, history)
             started = time.perf_counter()
             result = env.step(call.name, call.arguments_raw)
@@ -129,7 +151,8 @@ class Agent:
             if failure is not None:  # the tool server failed, not the model: stop this query here
                 action_input.pruned = True
                 ctx.infra_failure = ctx.infra_failure or failure
-            self._record(ctx, turn, action_input, parsed, call, result, infra=failure, completion=completion)
+            self._record(ctx, turn, action_input, parsed, call, result, infra=failure, completion=completion,
+                         violations=call_violations)
             last = action_input
             if last.pruned or last.is_terminal:
                 break  # calls after a Finish (or a failed call) in the same turn are not made
@@ -140,20 +163,25 @@ class Agent:
 
     def _record(self, ctx: QueryContext, turn: int, node: Node, parsed: ParsedTurn | None, call: Any,
                 result: Any, error: str | None = None, detail: str | None = None,
-                infra: InfraFailure | None = None, completion: Completion | None = None) -> None:
+                infra: InfraFailure | None = None, completion: Completion | None = None,
+                violations: list[dict] | None = None) -> None:
         ctx.records.append({
             "group": ctx.group, "query_id": ctx.toolset.query.query_id, "method": ctx.method, "turn": turn,
             "step": node.depth, "parser": parsed.parser if parsed else None,
             "error": error or (parsed.error.value if parsed else None),
             "rung": parsed.rung.value if parsed and parsed.rung else None,
             "call": call.name if call else None,
+            "arguments": call.arguments_raw if call else None,
             "status": result.status if result else None,
             "suffix_match_differs": bool(result.suffix_match_differs) if result else False,
             "source": result.source if result else None,
             # what the tool-server client knew (None for Finish and unknown names: no HTTP call was made)
             **_client_fields(result),
             **_model_fields(completion),
+            **(ctx.calls.take() if completion is not None else {}),
             "infra_failure": infra.kind if infra else None,
+            # the call checked against the query's function list (structured/checks.py); None: no parsed turn
+            "violations": violations,
             **({"detail": detail} if detail else {}),
         })
 

@@ -132,7 +132,7 @@ def run_and_evaluate(args, outcome: Outcome, base_url: str, model: str) -> None:
             if run.returncode == 0 and record.get("totals", {}).get("queries"):
                 evaluation = run_step(outcome, f"evaluate {name}", tba(
                     "evaluate", str(run_dir), "--judge-backend", "openai", "--judge-url", base_url,
-                    "--judge-model", model, "--judge-mode", "json", "--judge-prefill",
+                    "--judge-model", model, "--judge-self", "--judge-mode", "json", "--judge-prefill",
                     "--evaluate-times", str(args.evaluate_times),
                     "--concurrency", str(args.concurrency), "--cache", str(out_root / "judge-cache.jsonl"),
                     "--model-label", f"{model} via {backend}", "--quiet", *evaluator_flags(args)))
@@ -155,9 +155,15 @@ def judge_probe(args, outcome: Outcome, base_url: str, model: str) -> None:
         outcome.judge_probe["label"] = next(iter(labels.values()))["is_solved"]["0"]
 
 
-def judge_counts(run_dir: Path, folder: str = "eval") -> dict:
+def judge_counts(run_dir: Path, folder: str | None = None) -> dict:
     """Requests the judge got and failed, from the label metadata: the judge is only asked about queries
-    that ended with a non-empty final answer, so with a weak model it may get none."""
+    that ended with a non-empty final answer, so with a weak model it may get none. ``folder``: where the labels
+    are (default: the run's latest evaluation, kept under eval/JUDGE-ID)."""
+    if folder is None:
+        from toolbench_adapter.evaluation.evaluations import list_evaluations
+
+        latest = list_evaluations(run_dir)[-1:]
+        folder = str(latest[0].eval_dir.relative_to(run_dir)) if latest else "eval"
     metas = [json.loads(p.read_text()) for p in (run_dir / folder).glob("*.meta.json")]
     return {"judge_requests": sum(m.get("requests", 0) for m in metas),
             "judge_errors": sum(m.get("judge_errors", 0) for m in metas)}

@@ -12,6 +12,11 @@ and run up to concurrency/workers queries at once in threads; each query is one 
 that dies is restarted and its queries in flight are retried (``max_retries`` times each); a query that still fails
 comes back as the exception (an infrastructure failure, redone by a rerun). Rate limits are per process,
 so each worker gets its share of --server-rate and of the backend's rate_per_s.
+
+Ctrl-C (runners/interrupt.py) sets ``runner.stopping``: threads return None for a query not started yet
+(the runner skips it), ray dispatches no more; the queries in flight finish. ``in_flight()`` names the queries
+running now (the ones a second Ctrl-C leaves unfinished). An exception out of ``map`` (a second Ctrl-C) never
+waits for them.
 """
 
 from __future__ import annotations
@@ -43,8 +48,18 @@ class Executor(Protocol):
     def endpoint_stats(self, runner: Any, client: Any) -> dict[str, list[dict]]:
         """After ``map``: requests served and failed per endpoint, by role ("model", "tool_server")."""
 
+    def in_flight(self) -> list[Query]:
+        """The queries started and not ended yet (after a StopNow: those left unfinished)."""
+
 
 EXECUTORS: Registry = Registry("executors")
+
+
+def _result(future) -> Any:
+    try:
+        return future.result()
+    except Exception as exc:  # run_query records its own exceptions, unless writing that failed
+        return exc
 
 
 def make_executor(cfg: RunConfig, **options: Any) -> Executor:
@@ -71,19 +86,32 @@ class ThreadsExecutor:
 
     def __init__(self, concurrency: int = 1, **_: Any):
         self.concurrency = concurrency
+        self._running: dict[int, Query] = {}  # id(query) -> query, while its thread runs it
+        self._lock = threading.Lock()
 
     def map(self, runner: Any, queries: Iterable[Query], client: Any) -> Iterator[tuple[Query, Any]]:
-        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
-            try:
-                futures = {pool.submit(runner.run_query, query, client): query for query in queries}
-                for future in as_completed(futures):
-                    try:
-                        yield futures[future], future.result()
-                    except Exception as exc:  # run_query records its own exceptions, unless writing that failed
-                        yield futures[future], exc
-            except BaseException:  # Ctrl-C: start no queued query (the with-block would run them all), finish
-                pool.shutdown(wait=True, cancel_futures=True)  # the ones in flight so their files are whole
-                raise
+        pool = ThreadPoolExecutor(max_workers=self.concurrency)
+        futures = {}
+        try:
+            for query in queries:
+                futures[pool.submit(self._run, runner, query, client)] = query
+            for future in as_completed(futures):
+                yield futures[future], _result(future)
+        finally:  # never waits: after a StopNow (or any error) the caller leaves now, queued queries cancelled
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    def _run(self, runner: Any, query: Query, client: Any) -> Any:
+        with self._lock:
+            self._running[id(query)] = query
+        try:
+            return runner.run_query(query, client)
+        finally:
+            with self._lock:
+                self._running.pop(id(query), None)
+
+    def in_flight(self) -> list[Query]:
+        with self._lock:
+            return list(self._running.values())
 
     def endpoint_stats(self, runner: Any, client: Any) -> dict[str, list[dict]]:
         return {"model": pool_stats(runner.backend), "tool_server": client.pool_stats()}
@@ -147,9 +175,10 @@ class QueryWorker:
                 backend = job.backend_factory() if job.backend_factory is not None else None
                 runner = Runner(job.cfg, backend=backend, server_url=job.server_urls, progress=False,
                                 client_options=job.client_options)
-                # the driver writes queries.jsonl and errors.jsonl (one writer; a worker that outlives a
+                # the driver writes queries.jsonl, errors.jsonl and steps.jsonl (one writer; a worker that outlives a
                 # killed driver for a moment adds no stale line): the worker only writes the query's files
                 runner._record_outcome = _recorded_by_the_driver
+                runner._publish_steps = _recorded_by_the_driver
                 client = ServerClient(job.server_urls, rate_per_s=job.cfg.server_rate, **runner.client_options)
                 self._jobs = {job.job_id: (runner, client)}  # an earlier run's state goes
             return self._jobs[job.job_id]
@@ -166,7 +195,7 @@ class QueryWorker:
         return {"model": pool_stats(runner.backend), "tool_server": client.pool_stats()}
 
 
-def _recorded_by_the_driver(stats: dict, failure: Any) -> None:
+def _recorded_by_the_driver(*_: Any) -> None:
     return None
 
 
@@ -199,6 +228,7 @@ class RayExecutor:
         self.max_retries = max_retries
         self.backend_factory = backend_factory
         self.stats: dict[str, list[dict]] = {"model": [], "tool_server": []}
+        self._in_flight: dict = {}
         self._started_here = False
         self._workers: list = []
 
@@ -252,10 +282,10 @@ class RayExecutor:
                   pending: list[Query]) -> Iterator[tuple[Query, Any]]:
         """At most ``concurrency`` queries in flight, each sent to the worker with the fewest."""
         load = [0] * len(workers)
-        in_flight: dict[Any, tuple[Query, int]] = {}
+        self._in_flight = in_flight = {}  # object ref -> (query, worker index)
         position = 0
-        while position < len(pending) or in_flight:
-            while position < len(pending) and len(in_flight) < self.concurrency:
+        while (position < len(pending) and not runner.stopping) or in_flight:  # Ctrl-C: dispatch no more
+            while position < len(pending) and len(in_flight) < self.concurrency and not runner.stopping:
                 index = min(range(len(workers)), key=load.__getitem__)
                 query = pending[position]
                 position += 1
@@ -264,19 +294,27 @@ class RayExecutor:
                     continue
                 in_flight[workers[index].run.remote(job, query)] = (query, index)
                 load[index] += 1
-            if not in_flight:
+            if in_flight:
+                yield from self._collect(ray, runner, in_flight, load)
+
+    def _collect(self, ray, runner: Any, in_flight: dict, load: list[int]) -> Iterator[tuple[Query, Any]]:
+        """The next query (or queries) to end, recorded by the driver."""
+        done, _ = ray.wait(list(in_flight), num_returns=1)
+        for ref in done:
+            query, index = in_flight.pop(ref)
+            load[index] -= 1
+            try:
+                outcome = ray.get(ref)
+            except Exception as exc:  # the worker died more often than max_retries, or the task raised
+                yield query, exc  # the runner records it as an infrastructure failure
                 continue
-            done, _ = ray.wait(list(in_flight), num_returns=1)
-            for ref in done:
-                query, index = in_flight.pop(ref)
-                load[index] -= 1
-                try:
-                    outcome = ray.get(ref)
-                except Exception as exc:  # the worker died more often than max_retries, or the task raised
-                    yield query, exc  # the runner records it as an infrastructure failure
-                    continue
-                runner._record_outcome(outcome.stats, outcome.failure)  # the worker left it to the driver
-                yield query, outcome
+            # the worker left these to the driver (one writer of the run's shared files)
+            runner._publish_steps_of(outcome.group, outcome.query_id)
+            runner._record_outcome(outcome.stats, outcome.failure)
+            yield query, outcome
+
+    def in_flight(self) -> list[Query]:
+        return [query for query, _ in list(self._in_flight.values())]
 
     def _gather_stats(self, ray, workers: list, job_id: str) -> dict[str, list[dict]]:
         try:

@@ -26,6 +26,7 @@ from toolbench_adapter.parsers import PARSERS
 from .config import RunConfig
 from .models.memo import MemoBackend
 from .run import MANIFEST, Runner, make_backend
+from .runlock import RunFolderLock
 
 FANOUT = "fanout.json"  # at the set's root: the variants and the call counts
 
@@ -116,8 +117,15 @@ def variant_config(cfg: RunConfig, parser: str) -> RunConfig:
 
 def run_fanout(cfg: RunConfig, parsers: list[str], backend: Any = None, progress: bool = True,
                command: str | None = None) -> FanoutResult:
-    """``command``: the command line that started the set, kept in each variant's manifest (its redo hint)."""
+    """``command``: the command line that started the set, kept in each variant's manifest (its redo hint).
+    The set folder is this command's while it runs (another command on it: exit 2 naming the holder), and each
+    variant run locks its own folder as any run does."""
     check_fanout(cfg, parsers)
+    with RunFolderLock(cfg.run_dir, command):
+        return _run_fanout(cfg, parsers, backend, progress, command)
+
+
+def _run_fanout(cfg: RunConfig, parsers: list[str], backend: Any, progress: bool, command: str | None) -> FanoutResult:
     memo = MemoBackend(backend if backend is not None else make_backend(cfg))
     counters = {parser: CountingBackend(memo) for parser in parsers}
     configs = {parser: variant_config(cfg, parser) for parser in parsers}

@@ -6,6 +6,9 @@ threads and ray. A task gets plain settings (JudgeRecipe: chat backend, model, U
 evaluator, budget) and rebuilds the judge in its worker process, once per process: no live HTTP session or
 lock crosses a process, and workers never touch the cache file. A task lost with its worker is retried by Ray
 (``max_retries``); one that still fails gives error labels for its batch (not cached: a rerun asks again).
+Error labels are failed judgements, as under threads: never scored, counted, and the command exits 3 with its
+redo. The judge preflight runs once, in the driver, before any task; the workers' clients carry the same
+retry options (``--judge-option``) in the recipe.
 """
 
 from __future__ import annotations
@@ -54,21 +57,23 @@ class JudgeRecipe:
     with_reason: bool
     temperature: float | None
     max_tokens: int | None
+    constrain: bool = False  # --judge-constrain
 
     @classmethod
     def of(cls, judge: FunctionJudge, chat: ChatRecipe) -> JudgeRecipe:
         return cls(chat, judge.mode, judge.spec, judge.attempts, judge.with_reason, judge.temperature,
-                   judge.max_tokens)
+                   judge.max_tokens, judge.constrain)
 
     def key(self) -> str:
         return json.dumps([self.chat.backend, self.chat.model, self.chat.base_url, self.chat.api_key,
                            self.chat.options, self.mode, self.spec.fingerprint, str(self.spec.path), self.attempts,
-                           self.with_reason, self.temperature, self.max_tokens], sort_keys=True, default=str)
+                           self.with_reason, self.temperature, self.max_tokens, self.constrain], sort_keys=True,
+                          default=str)
 
     def build(self) -> FunctionJudge:
         return JUDGES.get(self.mode)(self.chat.build(), self.spec, attempts=self.attempts,
                                      with_reason=self.with_reason, temperature=self.temperature,
-                                     max_tokens=self.max_tokens)
+                                     max_tokens=self.max_tokens, constrain=self.constrain)
 
 
 _built: dict[str, FunctionJudge] = {}  # per worker process: the judge of the current recipe (a local model loads once)

@@ -3,15 +3,20 @@
 Everything is checked before anything is written: each shard's manifest and settings, every answer
 file (whole JSON in the upstream shape; a truncated file is refused by name), and files that two
 shards hold differently. The merged folder is then built in a temp folder beside ``--out`` and
-renamed into place, so a refusal or a crash leaves no half-merged run.
+renamed into place, so a refusal or a crash leaves no half-merged run. A merge killed before it could
+clean up (SIGKILL) leaves that temp folder; the next merge into the same --out removes it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import filecmp
+import glob
 import json
 import os
 import shutil
+import socket
+import sys
 import tempfile
 from pathlib import Path
 
@@ -23,9 +28,23 @@ from toolbench_adapter.queries import is_group_name
 
 from .outcome import FAILED_DIR
 from .run import ERRORS, MANIFEST, QUERY_STATS, STEPS_DIR, collect_steps, summarize
+from .runlock import RunFolderLock, lock_path, pid_alive
 
 
 def merge_runs(sources: list[str | Path], out: str | Path) -> dict:
+    """Merge holding the lock of every shard and of --out (runlock.py): a shard a run still writes, or an --out
+    another command writes, is refused (exit 2) naming that command."""
+    command = "tba merge " + " ".join(map(str, sources)) + f" --out {out}"
+    shard_fix = "wait for the run writing this shard to end (or stop it and rerun it to its end), then merge"
+    folders = {lock_path(s): (s, shard_fix) for s in map(Path, sources) if s.is_dir()}  # a missing one: refused below
+    folders.setdefault(lock_path(out), (Path(out), "wait for that command to end, or choose another --out"))
+    with contextlib.ExitStack() as locks:
+        for folder, fix in folders.values():
+            locks.enter_context(RunFolderLock(folder, command, fix=fix))
+        return _merge_runs(sources, out)
+
+
+def _merge_runs(sources: list[str | Path], out: str | Path) -> dict:
     sources = [Path(s) for s in sources]
     out = Path(out)
     _check_out(out)
@@ -38,7 +57,8 @@ def merge_runs(sources: list[str | Path], out: str | Path) -> dict:
                              fix="merge only shards of the same run")
     plan = _plan(sources)  # every check that can refuse happens here, before the first write
     check_writable(out.parent)
-    staging = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.merging-"))
+    remove_stale_staging(out)
+    staging = Path(tempfile.mkdtemp(dir=out.parent, prefix=_staging_head(out) + f"{os.getpid()}@{_HOST}-"))
     try:
         for relative, source in plan.items():
             (staging / relative).parent.mkdir(parents=True, exist_ok=True)
@@ -69,6 +89,34 @@ def merge_runs(sources: list[str | Path], out: str | Path) -> dict:
         raise
     answers = sum(1 for relative in plan if is_group_name(Path(relative).parts[0]))
     return {"answers": answers, **manifest["totals"]}
+
+
+# staging folders are named .{out}.merging-{pid}@{host}-{random}: a merge that was killed (SIGKILL, a lost
+# node) leaves its own behind, and the next merge into the same --out removes it once that pid is gone
+_HOST = socket.gethostname()
+
+
+def _staging_head(out: Path) -> str:
+    return f".{out.name}.merging-"
+
+
+def remove_stale_staging(out: Path) -> list[Path]:
+    """Remove the staging folders of killed merges into ``out`` (this host, process gone); name on stderr the
+    ones whose owner cannot be checked (another host, or written before staging names held the pid)."""
+    head = _staging_head(out)
+    removed = []
+    for path in sorted(out.parent.glob(glob.escape(head) + "*")):
+        owner, _, rest = path.name[len(head):].partition("@")
+        host = rest.rpartition("-")[0]
+        if owner.isdigit() and host == _HOST and not pid_alive(int(owner)):
+            shutil.rmtree(path, ignore_errors=True)
+            print(f"tba merge: removed {path}, the staging folder of a merge that was killed (pid {owner})",
+                  file=sys.stderr)
+            removed.append(path)
+        elif not (owner.isdigit() and host == _HOST):
+            print(f"tba merge: {path} is the staging folder of another merge into {out} that this host cannot "
+                  "check; delete it once no merge into that folder runs", file=sys.stderr)
+    return removed
 
 
 def _check_out(out: Path) -> None:
@@ -114,6 +162,9 @@ def _check_answer(path: Path) -> None:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
         raise InputError(f"answer file is not valid JSON ({exc}): cut short?", path=path, fix=fix) from None
+    except RecursionError:  # json's answer to nesting deeper than it follows: no answer file we write
+        raise InputError("answer file nests deeper than the JSON parser follows: not an answer file", path=path,
+                         fix=fix) from None
     try:
         validate_answer(data, path)
     except InputError as exc:
@@ -123,4 +174,7 @@ def _check_answer(path: Path) -> None:
 def _defining(manifest: dict) -> dict:
     from .config import RunConfig
 
-    return RunConfig.defining_of(manifest.get("config", {}))
+    defining = RunConfig.defining_of(manifest.get("config", {}))
+    # the model that ran (adopted from the endpoint when --model was not given): shards of two models differ
+    defining["model"] = manifest.get("model") or defining["model"]
+    return defining

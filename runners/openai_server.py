@@ -2,11 +2,14 @@
 
 POST /v1/completions, POST /v1/chat/completions and GET /v1/models, with usage and finish_reason, so the
 local model can stand behind the openai-* backends in end-to-end tests and serve as a judge endpoint.
-``LoopbackServer`` runs any ASGI app on a free 127.0.0.1 port in a thread and always stops it.
+A body that is not what the API takes (not JSON, a field of the wrong type) is a 400 naming the field; one
+larger than ``max_body_bytes`` a 413, refused while reading. ``LoopbackServer`` runs any ASGI app on a free
+127.0.0.1 port in a thread and always stops it.
 """
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
@@ -17,21 +20,76 @@ import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
+from starlette.requests import ClientDisconnect
 
-from runners.models.base import Completion, ModelRequest
+from runners.models.base import CONTEXT_LENGTH, Completion, ModelRequest
+from toolbench_adapter.server.limits import read_body_capped
 
 COMPLETIONS_DEFAULT_MAX_TOKENS = 16  # the OpenAI API's own default for /v1/completions
 CHAT_DEFAULT_MAX_TOKENS = 1024
+DEFAULT_MAX_BODY_BYTES = 8 << 20  # 8 MiB: a long chat with its tools is a few hundred KiB
 
 
 def _error(status: int, message: str, kind: str) -> JSONResponse:
     return JSONResponse(status_code=status, content={"error": {"message": message, "type": kind, "code": status}})
 
 
+def _model_error(completion: Completion) -> JSONResponse:
+    """A backend's failure as the serving engines answer it: a prompt longer than the model's context is the
+    client's 400 with OpenAI's code ``context_length_exceeded`` (what the openai backends read as the model's limit,
+    ending the chain as upstream does); anything else is the server's 500."""
+    if completion.error_kind == CONTEXT_LENGTH:
+        return JSONResponse(status_code=400, content={"error": {
+            "message": completion.error, "type": "invalid_request_error", "param": "messages",
+            "code": "context_length_exceeded"}})
+    return _error(500, completion.error, "model_error")
+
+
 def _stops(value: Any) -> list[str]:
     if value is None:
         return []
     return [value] if isinstance(value, str) else [str(s) for s in value]
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+# field -> (accepted, what the message says): each optional (None or absent passes)
+_FIELD_CHECKS = {
+    "max_tokens": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0, "a positive integer"),
+    "temperature": (lambda v: _is_number(v) and v >= 0, "a number >= 0"),
+    "stop": (lambda v: isinstance(v, str) or (isinstance(v, list) and all(isinstance(s, str) for s in v)),
+             "a string or a list of strings"),
+    "tools": (lambda v: isinstance(v, list) and all(isinstance(t, dict) for t in v), "a list of objects"),
+    "continue_final_message": (lambda v: isinstance(v, bool), "true or false"),
+}
+
+
+def body_problem(body: dict, route: str) -> str | None:
+    """What makes a request body unusable for ``route`` ("completions" or "chat"), or None. Checked before
+    any conversion, so a wrong type is a 400 naming the field, never a 500."""
+    for name, (accepted, what) in _FIELD_CHECKS.items():
+        if body.get(name) is not None and not accepted(body[name]):
+            return f"{name} must be {what} (got {json.dumps(body[name])[:80]})"
+    if route == "completions":
+        prompt = body.get("prompt")
+        if not (isinstance(prompt, str) or (isinstance(prompt, list) and len(prompt) == 1
+                                            and isinstance(prompt[0], str))):
+            return "prompt must be one string"
+        return None
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return "messages must be a non-empty list"
+    for index, message in enumerate(messages):
+        if not isinstance(message, dict) or not isinstance(message.get("role"), str):
+            return f"messages[{index}] must be an object with a string role"
+        content = message.get("content")
+        if content is not None and not isinstance(content, str | list):
+            return f"messages[{index}].content must be a string, a list of parts or null"
+    if body.get("continue_final_message") and not isinstance(messages[-1].get("content") or "", str):
+        return "continue_final_message needs the last message's content as a string"
+    return None
 
 
 def _usage(completion: Completion) -> dict:
@@ -44,21 +102,31 @@ def served_name_for(backend) -> str:
     return str(getattr(backend, "model", None) or backend.name).split(":", 1)[-1]
 
 
-def build_app(backend, served_name: str | None = None) -> FastAPI:
+def build_app(backend, served_name: str | None = None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> FastAPI:
     served_name = served_name or served_name_for(backend)
     app = FastAPI(title=f"toolbench-adapter model server ({served_name})")
     created = int(time.time())
 
-    async def read_body(request: Request) -> dict | JSONResponse:
+    async def read_body(request: Request, route: str) -> dict | JSONResponse:
         try:
-            body = await request.json()
-        except ValueError:
+            raw = await read_body_capped(request, max_body_bytes)
+        except ClientDisconnect:
+            return _error(400, "the client went away before sending the whole body", "invalid_request_error")
+        if raw is None:
+            return _error(413, f"the body is larger than {max_body_bytes} bytes (tba serve-model --max-body-bytes)",
+                          "invalid_request_error")
+        try:
+            body = json.loads(raw)
+        except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
             return _error(400, "the body is not JSON", "invalid_request_error")
         if not isinstance(body, dict):
             return _error(400, "the body must be a JSON object", "invalid_request_error")
         if body.get("model") not in (None, served_name):
             return _error(404, f"The model `{body.get('model')}` does not exist. Served: {served_name}",
                           "NotFoundError")
+        problem = body_problem(body, route)
+        if problem:
+            return _error(400, problem, "invalid_request_error")
         return body
 
     @app.get("/v1/models")
@@ -68,14 +136,12 @@ def build_app(backend, served_name: str | None = None) -> FastAPI:
 
     @app.post("/v1/completions")
     async def completions(request: Request):
-        body = await read_body(request)
+        body = await read_body(request, "completions")
         if isinstance(body, JSONResponse):
             return body
-        prompt = body.get("prompt")
-        if isinstance(prompt, list) and len(prompt) == 1:
+        prompt = body["prompt"]
+        if isinstance(prompt, list):
             prompt = prompt[0]
-        if not isinstance(prompt, str):
-            return _error(400, "prompt must be one string", "invalid_request_error")
         model_request = ModelRequest(
             prompt=prompt, stop=_stops(body.get("stop")),
             max_tokens=int(body.get("max_tokens") or COMPLETIONS_DEFAULT_MAX_TOKENS),
@@ -83,7 +149,7 @@ def build_app(backend, served_name: str | None = None) -> FastAPI:
         )
         completion = await _run(backend, model_request)
         if completion.error:
-            return _error(500, completion.error, "model_error")
+            return _model_error(completion)
         return {
             "id": f"cmpl-{uuid.uuid4().hex[:24]}", "object": "text_completion", "created": int(time.time()),
             "model": served_name,
@@ -94,12 +160,10 @@ def build_app(backend, served_name: str | None = None) -> FastAPI:
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request):
-        body = await read_body(request)
+        body = await read_body(request, "chat")
         if isinstance(body, JSONResponse):
             return body
-        messages = body.get("messages")
-        if not isinstance(messages, list) or not messages:
-            return _error(400, "messages must be a non-empty list", "invalid_request_error")
+        messages = body["messages"]
         extra = {"tool_choice": body["tool_choice"]} if body.get("tool_choice") is not None else {}
         prefill = ""
         if body.get("continue_final_message") and messages[-1].get("role") == "assistant":
@@ -114,7 +178,7 @@ def build_app(backend, served_name: str | None = None) -> FastAPI:
         )
         completion = await _run(backend, model_request)
         if completion.error:
-            return _error(500, completion.error, "model_error")
+            return _model_error(completion)
         finish = "tool_calls" if completion.tool_calls else (completion.finish_reason or "stop")
         message = completion.message()
         if prefill and (message.get("content") or "").startswith(prefill):
@@ -192,13 +256,13 @@ class LoopbackServer:
 
 
 def serve_forever(backend, *, host: str = "127.0.0.1", port: int = 8000, served_name: str | None = None,
-                  log_level: str = "warning") -> None:
+                  log_level: str = "warning", max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> None:
     """Serve in the foreground until interrupted; prints the URL first (useful with port 0)."""
     served_name = served_name or served_name_for(backend)
     sock = bind_socket(host, port)
     print(f"serving {backend.name} model {served_name!r} at http://{host}:{sock.getsockname()[1]}/v1 "
           "(Ctrl-C stops)", flush=True)
-    config = uvicorn.Config(build_app(backend, served_name), log_level=log_level, lifespan="off")
+    config = uvicorn.Config(build_app(backend, served_name, max_body_bytes), log_level=log_level, lifespan="off")
     try:
         uvicorn.Server(config).run(sockets=[sock])
     finally:

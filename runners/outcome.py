@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .models.base import MODEL_ENDPOINT, REPLAY_GAP
+from .models.base import CONTEXT_LENGTH, MODEL_ENDPOINT, REPLAY_GAP
 
 FINISHED = "finished"
 INFRA_FAILURE = "infra_failure"
@@ -34,9 +34,10 @@ FINISHED_FIELDS = {"outcome": FINISHED, "failure_kind": None, "failure_detail": 
 
 
 def model_failure(completion: Any) -> InfraFailure | None:
-    """A completion whose backend failed for infrastructure reasons (error_kind set with the error)."""
+    """A completion whose backend failed for infrastructure reasons (error_kind set with the error); a request
+    refused as too long (CONTEXT_LENGTH) is the model's limit, not one of them."""
     kind = getattr(completion, "error_kind", None)
-    if completion.error and kind:
+    if completion.error and kind and kind != CONTEXT_LENGTH:
         return InfraFailure(kind, completion.error)
     return None
 

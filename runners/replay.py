@@ -25,15 +25,16 @@ from pathlib import Path
 
 from toolbench_adapter.answers.read import RecordedAnswer, UnusableAnswer, expand_answer_inputs, read_recorded
 from toolbench_adapter.answers.recorded_query import QueryResolver, ResolvedQuery
-from toolbench_adapter.answers.replay_compare import compare_answers
+from toolbench_adapter.answers.replay_compare import actions_of, compare_answers
 from toolbench_adapter.answers.write import answer_path
 from toolbench_adapter.errors import InputError
 from toolbench_adapter.fileio import write_text_atomic
 from toolbench_adapter.queries import RECORDED_FUNCTIONS, is_group_name
-from toolbench_adapter.server.cache_build import CacheBuilder, not_replayable
-from toolbench_adapter.toolset import build_toolset
+from toolbench_adapter.server.cache_build import CacheBuilder, RecordedCall, not_replayable, usable_calls
+from toolbench_adapter.toolset import Toolset, build_toolset
 
 from .config import RunConfig
+from .models.recorded_turns import index_turns, turn_trees
 from .models.replay import recording_dialect
 from .replay_search_rule import compat_flags_for
 
@@ -51,6 +52,9 @@ class Planned:
     group: str
     query_id: int
     method: str
+    toolset: Toolset
+    calls: list[RecordedCall]  # what the cache is built from
+    key: tuple = ()  # the batch it goes to (_batch_key)
     batch: str = ""
     compat_flags: dict = field(default_factory=dict)
 
@@ -76,10 +80,10 @@ class ReplayResult:
                 "differences": dict(Counter(d["kind"] for line in replayed for d in line["differences"]))}
 
 
-def _refused(path: Path, reason: str, message: str) -> dict:
-    return {"source": str(path), "answer": None, "reason": reason, "message": message, "actions_recorded": None,
-            "actions_exact": None, "observations_recorded": None, "observations_exact": None,
-            "final_answer_equal": None, "differences": []}
+def _refused(path: Path, reason: str, message: str, field: str | None = None) -> dict:
+    return {"source": str(path), "answer": None, "reason": reason, "field": field, "message": message,
+            "actions_recorded": None, "actions_exact": None, "observations_recorded": None,
+            "observations_exact": None, "final_answer_equal": None, "differences": []}
 
 
 def _group_for(answer: RecordedAnswer, resolved: ResolvedQuery) -> str:
@@ -95,33 +99,53 @@ def plan(files: list[Path], resolver: QueryResolver) -> tuple[list[Planned], lis
         try:
             answer = read_recorded(path)
             resolved = resolver.resolve(answer)
+            toolset = build_toolset(resolved.query, answer.flavour)
+            calls = usable_calls(answer, toolset)
+            key = _walked_key(answer)
         except UnusableAnswer as exc:
-            refused.append(_refused(path, exc.reason, exc.problem))
+            refused.append(_refused(path, exc.reason, exc.problem, exc.field))
             continue
         except InputError as exc:
-            refused.append(_refused(path, "query_not_found", exc.problem))
+            refused.append(_refused(path, "query_not_found", exc.problem, exc.field))
             continue
         base = _group_for(answer, resolved)
         query_id, method = resolved.query.query_id, answer.method
         taken[(base, query_id, method)] += 1
         n = taken[(base, query_id, method)]
         group = base if n == 1 else f"{base}_{n}"
-        planned.append(Planned(answer, resolved, group, query_id, method))
+        planned.append(Planned(answer, resolved, group, query_id, method, toolset, calls, key))
     return planned, refused
 
 
-def _batch_key(item: Planned) -> tuple:
-    args = item.answer.data.get("forward_args") or {}
-    dialect = recording_dialect(item.answer.data) or "openai-tools"
-    flags = tuple(sorted(compat_flags_for(item.answer.data)))  # an older ToolBench search: its own batch
-    return (item.method, dialect, int(args.get("single_chain_max_step") or DEFAULT_MAX_STEP),
+def _batch_key(answer: RecordedAnswer) -> tuple:
+    args = answer.data.get("forward_args") or {}
+    dialect = recording_dialect(answer.data) or "openai-tools"
+    flags = tuple(sorted(compat_flags_for(answer.data)))  # an older ToolBench search: its own batch
+    return (answer.method, dialect, int(args.get("single_chain_max_step") or DEFAULT_MAX_STEP),
             int(args.get("max_query_count") or DEFAULT_MAX_QUERY_COUNT), flags)
+
+
+def _walked_key(answer: RecordedAnswer) -> tuple:
+    """The file's batch key, after walking it as the replay backend and the comparison will: a file those
+    walks cannot take (a chain or tree deeper than Python recurses, content of an unexpected shape) is
+    refused here, by name, rather than failing later inside the run."""
+    try:
+        index_turns(turn_trees(answer.data))
+        actions_of(answer.data)
+        not_replayable(answer.data)
+        return _batch_key(answer)
+    except RecursionError:
+        raise UnusableAnswer("too_deeply_nested", "a chain or tree too deep to walk (RecursionError)",
+                             path=answer.path, field="tree / trys", fix="leave this file out") from None
+    except (TypeError, AttributeError, KeyError, IndexError, ValueError) as exc:
+        raise UnusableAnswer("malformed", f"unexpected content ({type(exc).__name__}: {exc})", path=answer.path,
+                             fix="leave this file out") from None
 
 
 def _batches(planned: list[Planned]) -> dict[tuple, list[Planned]]:
     batches: dict[tuple, list[Planned]] = {}
     for item in planned:
-        batches.setdefault(_batch_key(item), []).append(item)
+        batches.setdefault(item.key, []).append(item)
     names: Counter = Counter(key[0] for key in batches)
     for key, items in batches.items():
         method, dialect, max_step, max_queries, flags = key
@@ -173,7 +197,7 @@ def replay(inputs: list[str | Path], name: str, out_root: str | Path = "results/
     cache_dir = replay_dir / "cache"
     builder = CacheBuilder(stb_root, queries_file, isolate=True)
     for item in planned:
-        builder.add_answer(item.answer.data, build_toolset(item.resolved.query, item.answer.flavour))
+        builder.add_answer(item.answer.data, item.toolset, item.calls)
     if planned:
         builder.write(cache_dir)
         server = build_virtual_server(ServerConfig(cache_dir=cache_dir, simulator="none", save=False))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import random
 import statistics
 import subprocess
@@ -34,10 +35,12 @@ from toolbench_adapter.answers.write import answer_path, write_json_atomic
 from toolbench_adapter.dialects import make_dialect
 from toolbench_adapter.env import ToolEnv
 from toolbench_adapter.errors import InputError
+from toolbench_adapter.evaluation.counts import answer_flags, count, read_query_lines
 from toolbench_adapter.fileio import write_text_atomic
 from toolbench_adapter.messages import initial_messages
 from toolbench_adapter.parsers import PARSERS
 from toolbench_adapter.queries import Query, QuerySet
+from toolbench_adapter.structured.rates import query_stats, total_stats
 from toolbench_adapter.toolset import build_toolset
 
 from .agent import Agent, QueryContext
@@ -45,9 +48,12 @@ from .chain import run_cot
 from .config import RunConfig
 from .dfs import run_dfs
 from .executors import make_executor
+from .interrupt import CtrlC, StopNow
 from .models import BACKENDS
 from .models.base import Completion, natural_dialect
-from .outcome import FAILED_DIR, FINISHED, FINISHED_FIELDS, HARNESS_ERROR, INFRA_FAILURE, InfraFailure
+from .outcome import FAILED_DIR, FINISHED_FIELDS, HARNESS_ERROR, INFRA_FAILURE, InfraFailure
+from .runlock import RunFolderLock
+from .structured import make_structured
 from .trajectory import cot_file, dfs_file
 
 MANIFEST = "manifest.json"
@@ -196,6 +202,8 @@ class Runner:
         self.dialect = make_dialect(cfg.dialect, **cfg.dialect_options)
         self.parser_name = cfg.parser or self.dialect.default_parser
         self.parse = make_parse(self.parser_name)
+        # native tools with a JSON response mode refused; --constrain / --on-invalid (runners/structured.py)
+        self.structured = make_structured(cfg, self.backend, self.dialect)
         self.server_url = server_url
         # tool-server client settings beyond the config's (tests: a short backoff)
         self.client_options = {"timeout_s": cfg.server_timeout, "attempts": cfg.server_attempts,
@@ -211,6 +219,7 @@ class Runner:
         # then recorded as failures of that kind without a model or tool call (a dead server costs nothing more)
         self.halt: InfraFailure | None = None
         self._streak = 0
+        self.stopping = False  # set by a first Ctrl-C: queries not started yet are skipped (not recorded)
 
     # -- the tool server ------------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -232,8 +241,11 @@ class Runner:
             yield embedded.url
 
     # -- one query --------------------------------------------------------------------------------------
-    def run_query(self, query: Query, client, on_call=None) -> QueryOutcome:
-        """Run one query and write its files; never raises (a Python exception is a harness_error)."""
+    def run_query(self, query: Query, client, on_call=None) -> QueryOutcome | None:
+        """Run one query and write its files; never raises (a Python exception is a harness_error). None: not
+        started, because a Ctrl-C came first (nothing recorded; a rerun runs it)."""
+        if self.stopping:
+            return None
         if self.halt is not None:
             return self.not_started(query)
         started = time.perf_counter()
@@ -251,7 +263,7 @@ class Runner:
 
     def _search(self, toolset, ctx: QueryContext, client, on_call, roots: list) -> dict:
         agent = Agent(backend=self.backend, dialect=self.dialect, parse=self.parse, max_tokens=self.cfg.max_tokens,
-                      temperature=self.cfg.temperature, on_call=on_call)
+                      temperature=self.cfg.temperature, on_call=on_call, structured=self.structured)
 
         def new_root():
             from .tree import Node
@@ -270,25 +282,52 @@ class Runner:
     def failed_path(self, group: str, query_id: int) -> Path:
         return self.run_dir / FAILED_DIR / group / f"{query_id}_{self.cfg.method}.json"
 
+    def steps_path(self, group: str, query_id: int) -> Path:
+        return self.run_dir / STEPS_DIR / group / f"{query_id}_{self.cfg.method}.jsonl"
+
+    def _publish_steps_of(self, group: str, query_id: int) -> None:
+        """The driver's share under Ray: a worker wrote the query's step file, the driver appends it."""
+        with contextlib.suppress(FileNotFoundError):
+            self._publish_steps(self.steps_path(group, query_id).read_text(encoding="utf-8"))
+
+    def _publish_steps(self, text: str) -> None:
+        """A query's step records appended to steps.jsonl as it ends, in one write: a run killed at any moment
+        leaves every ended query's records readable there. The end of the run rewrites the file in a stable
+        order, and a resumed run first rebuilds it from the per-query files (no line twice, none torn)."""
+        if not text:
+            return
+        data = text.encode("utf-8")
+        with self._lock:
+            fd = os.open(self.run_dir / STEPS, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
+            try:
+                while data:
+                    data = data[os.write(fd, data):]
+            finally:
+                os.close(fd)
+
     def _write_query(self, query: Query, ctx: QueryContext | None, data: dict, wall_s: float,
                      failure: InfraFailure | None = None) -> QueryOutcome:
         failure = failure or (ctx.infra_failure if ctx else None)
-        generation = data.get("answer_generation", {})
-        valid = bool(generation.get("valid_data")) and failure is None
-        answered = valid and "give_answer" in str(generation.get("final_answer", ""))
+        # an infrastructure failure has no answer: none of its flags count (counts.py defines them)
+        flags = answer_flags(data) if failure is None else {"valid_data": False, "answered": False, "win": False}
         budget = ctx.budget if ctx else None
         stats = {"group": query.group, "query_id": query.query_id, "method": self.cfg.method,
                  "query_count": budget.query_count if budget else 0,
                  "total_tokens": budget.total_tokens if budget else 0,
                  "model_seconds": round(budget.model_seconds, 4) if budget else 0.0,
                  "env_seconds": round(budget.env_seconds, 4) if budget else 0.0,
-                 "wall_seconds": round(wall_s, 4), "win": bool(data.get("win")) and failure is None,
-                 "valid_data": valid, "answered": answered,
+                 "wall_seconds": round(wall_s, 4), **flags,
+                 # model requests the endpoint refused as longer than the model's context (the model's limit)
+                 "context_length": ctx.context_length if ctx else 0,
+                 # model turns, the valid ones, re-asks (toolbench_adapter/structured/rates.py)
+                 **query_stats(ctx.records if ctx else []),
                  **(failure.as_fields() if failure else FINISHED_FIELDS)}
-        # step records first, the answer file last: an answer file on disk means the query is complete
+        # step records first (the query's own file, then steps.jsonl), the answer file last: an answer file on
+        # disk means the query is complete and its records are readable in steps.jsonl
         if ctx is not None:
-            steps_path = self.run_dir / STEPS_DIR / query.group / f"{query.query_id}_{self.cfg.method}.jsonl"
-            _write_lines_atomic(steps_path, ctx.records)
+            text = "".join(json.dumps(r) + "\n" for r in ctx.records)
+            write_text_atomic(self.steps_path(query.group, query.query_id), text)
+            self._publish_steps(text)
         failed_path = self.failed_path(query.group, query.query_id)
         if failure is not None:  # no answer file: a rerun of the same command redoes this query
             write_json_atomic(failed_path, {**data, "infra_failure": failure.as_fields()})
@@ -298,8 +337,8 @@ class Runner:
         # the stats line right after the file, from this worker: a kill in between loses no finished query's
         # line (and _recover_stats mends the microseconds that remain)
         self._record_outcome(stats, failure)
-        return QueryOutcome(query.group, query.query_id, answered=answered, valid=valid, failure=failure,
-                            stats=stats)
+        return QueryOutcome(query.group, query.query_id, answered=flags["answered"], valid=flags["valid_data"],
+                            failure=failure, stats=stats)
 
     # -- the whole run -----------------------------------------------------------------------------------
     def pending(self) -> tuple[list[Query], int]:
@@ -326,15 +365,22 @@ class Runner:
             data = json.loads(answer_path(self.run_dir, query.group, query.query_id, self.cfg.method)
                               .read_text(encoding="utf-8"))
             generation = data["answer_generation"]
-            valid = bool(generation.get("valid_data"))
             self._append(QUERY_STATS, {
                 "group": query.group, "query_id": query.query_id, "method": self.cfg.method,
                 "query_count": generation.get("query_count", 0), "total_tokens": generation.get("total_tokens", 0),
-                "model_seconds": 0.0, "env_seconds": 0.0, "wall_seconds": 0.0, "win": bool(data.get("win")),
-                "valid_data": valid, "answered": valid and "give_answer" in str(generation.get("final_answer", "")),
+                "model_seconds": 0.0, "env_seconds": 0.0, "wall_seconds": 0.0, **answer_flags(data),
                 "recovered": True, **FINISHED_FIELDS})
 
-    def check_manifest(self) -> dict | None:
+    def effective_model(self) -> str:
+        """The model this run asks: --model, else the name the backend settled on (the one the endpoint serves,
+        adopted by the preflight), else the backend's name."""
+        return (self.cfg.model or getattr(self.backend, "model", None) or getattr(self.backend, "model_name", None)
+                or self.cfg.backend)
+
+    def check_manifest(self, model: str | None = None) -> dict | None:
+        """The manifest of the run already in the folder, refused when it defines another run: a run folder
+        holds one model, one method, one set of settings. ``model``: the model this run asks (None: not known
+        yet, before the preflight; the other settings are checked)."""
         path = self.run_dir / MANIFEST
         if not path.exists():
             return None
@@ -343,24 +389,44 @@ class Runner:
         except ValueError:
             return None
         old = RunConfig.defining_of(previous.get("config", {}))
-        changed = {k: (old.get(k), v) for k, v in self.cfg.defining().items() if old.get(k) != v}
-        if changed:
-            details = "; ".join(f"{k}: {a!r} -> {b!r}" for k, (a, b) in changed.items())
+        old["model"] = previous.get("model") or old["model"]  # the model that ran, --model given or not
+        new = {**self.cfg.defining(), "model": model}
+        changed = {k: (old.get(k), v) for k, v in new.items() if old.get(k) != v and not (k == "model" and v is None)}
+        if not changed:
+            return previous
+        details = "; ".join(f"{k}: {a!r} -> {b!r}" for k, (a, b) in changed.items() if k != "model")
+        if "model" not in changed:
             raise InputError(f"{self.run_dir} holds a different run ({details})",
                              path=path, fix="choose another --name, or delete that folder to start over")
-        return previous
+        ran, asks = changed["model"]
+        source = "given by --model" if self.cfg.model else "the model the endpoint serves: no --model given"
+        raise InputError(f"{self.run_dir} holds a run of model {ran!r}, but this command asks {asks!r} ({source})"
+                         + (f"; other settings differ too ({details})" if details else "")
+                         + ": a run folder holds one model, one method, one set of settings", path=path,
+                         field="model", fix=f"to go on with {ran!r}, pass --model {ran} with an endpoint that serves "
+                         f"it; for {asks!r}, choose another --name")
 
     def run(self) -> dict:
-        previous = self.check_manifest()
-        todo, done_before = self.pending()
+        """Run the pending queries, holding the run folder's lock (another command writing the folder: exit 2
+        naming it). Ctrl-C: no query starts, those in flight finish, the session is recorded as interrupted;
+        a second Ctrl-C raises StopNow at once (the queries in flight recorded as not finished)."""
+        with RunFolderLock(self.run_dir, self.command):
+            return self._run()
+
+    def _run(self) -> dict:
+        self.check_manifest(self.cfg.model)  # the settings, before any endpoint is asked
         self.backend.preflight()
+        if self.structured is not None:  # a backend that cannot constrain: exit 2 before any query
+            self.structured.check_backend(self.backend)
+        previous = self.check_manifest(self.effective_model())  # the model the endpoint serves, now known
+        todo, done_before = self.pending()
+        # steps.jsonl from the per-query files of what stays (an interrupted session's appends may be torn or
+        # repeat a query that runs again): this session appends each query's records as it ends
+        if (self.run_dir / STEPS_DIR).is_dir():
+            collect_steps(self.run_dir, skip={self.steps_path(q.group, q.query_id) for q in todo})
         started = time.time()
         manifest = self._manifest(previous, started=started)
-        try:
-            write_json_atomic(self.run_dir / MANIFEST, manifest)
-        except OSError as exc:  # a file in the way, a read-only place: say so before any query runs
-            raise InputError(f"cannot write the run folder ({exc.strerror or exc})", path=self.run_dir,
-                             fix="choose a writable --out-root, or another --name") from None
+        manifest["sessions"][-1].update(queries_selected=len(todo) + done_before, queries_to_run=len(todo))
         outcomes: list[QueryOutcome] = []
         tally = ProgressTally()  # the bar's counts, kept as outcomes arrive (not recounted: O(n) per query)
         bar = tqdm(total=len(todo), desc=f"{self.cfg.name} {self.cfg.method}", unit="query",
@@ -369,20 +435,40 @@ class Runner:
             from toolbench_adapter.server.client import ServerClient
 
             client = ServerClient(url, rate_per_s=self.cfg.server_rate, **self.client_options)
+            stream = None
             try:
-                for query, outcome in self.executor.map(self, todo, client):
-                    # run_query records its own outcome and exceptions, unless writing that record failed too
-                    # (or the executor lost the query: a Ray worker that died more often than its retries)
-                    if not isinstance(outcome, QueryOutcome):
-                        outcome = self._unrecorded_failure(query, outcome)
-                        self._record_outcome(outcome.stats, outcome.failure)
-                    outcomes.append(outcome)
-                    tally.add(outcome)
-                    bar.update(1)
-                    bar.set_postfix_str(tally.text(), refresh=False)
+                client.preflight()  # every --server URL answers /virtual, or exit 2 naming it, before any query
+                # the session is recorded only now: a refused preflight leaves no session that reads as interrupted
+                try:
+                    write_json_atomic(self.run_dir / MANIFEST, manifest)
+                except OSError as exc:  # a file in the way, a read-only place: say so before any query runs
+                    raise InputError(f"cannot write the run folder ({exc.strerror or exc})", path=self.run_dir,
+                                     fix="choose a writable --out-root, or another --name") from None
+                with CtrlC(lambda: len(self.executor.in_flight()), self._stop_starting) as ctrl_c:
+                    stream = self.executor.map(self, todo, client)
+                    for query, outcome in stream:
+                        if outcome is None:  # not started: Ctrl-C came first
+                            continue
+                        # run_query records its own outcome and exceptions, unless writing that record failed too
+                        # (or the executor lost the query: a Ray worker that died more often than its retries)
+                        if not isinstance(outcome, QueryOutcome):
+                            outcome = self._unrecorded_failure(query, outcome)
+                            self._record_outcome(outcome.stats, outcome.failure)
+                        outcomes.append(outcome)
+                        tally.add(outcome)
+                        bar.update(1)
+                        bar.set_postfix_str(tally.text(), refresh=False)
+                if ctrl_c.pressed:  # the queries in flight have finished: the session ends as interrupted
+                    raise KeyboardInterrupt
                 endpoints = self.executor.endpoint_stats(self, client)  # requests served / failed per endpoint
+            except KeyboardInterrupt as exc:
+                bar.close()
+                self._record_interruption(manifest, exc, outcomes, todo, done_before, started)
+                raise
             finally:
                 bar.close()
+                if stream is not None:
+                    stream.close()  # after a second Ctrl-C: lets go of the queries in flight without waiting
                 client.close()
         collect_steps(self.run_dir)
         _remove_empty_dirs(self.run_dir / FAILED_DIR)  # redone failures leave their folders behind
@@ -396,6 +482,28 @@ class Runner:
                 f"--stop-after-infra-failures sets the limit")
         write_json_atomic(self.run_dir / MANIFEST, manifest)
         return manifest
+
+    def _stop_starting(self) -> None:
+        """The first Ctrl-C: no query starts from now on (threads skip them, ray dispatches no more)."""
+        self.stopping = True
+
+    def _record_interruption(self, manifest: dict, exc: KeyboardInterrupt, outcomes: list[QueryOutcome],
+                             todo: list[Query], skipped: int, started: float) -> None:
+        """Ctrl-C: the session gets ``interrupted`` (its time) and no ``finished``, so tba evaluate reads the run
+        as interrupted; its counts so far and the totals are recorded. After a second Ctrl-C (StopNow) the
+        queries still in flight are named in ``not_finished``: no answer file, so a rerun redoes them."""
+        stop_now = isinstance(exc, StopNow)
+        in_flight = [f"{q.group}/{q.query_id}" for q in self.executor.in_flight()] if stop_now else []
+        if stop_now:
+            exc.in_flight = in_flight
+        else:  # the files are whole: steps.jsonl in its stable order (a stop now leaves the appended one)
+            collect_steps(self.run_dir)
+        now = time.time()
+        manifest = self._manifest(manifest, ended=now, outcomes=outcomes, skipped=skipped, seconds=now - started)
+        manifest["sessions"][-1].update(
+            interrupted=iso_time(now), stopped_now=stop_now, not_finished=in_flight,
+            not_started=max(0, len(todo) - len(outcomes) - len(in_flight)), executor=self.executor.name)
+        write_json_atomic(self.run_dir / MANIFEST, manifest)
 
     def _unrecorded_failure(self, query: Query, exc: Exception) -> QueryOutcome:
         return self._empty_failure(query, InfraFailure(HARNESS_ERROR, f"{type(exc).__name__}: {exc}"))
@@ -449,13 +557,14 @@ class Runner:
                 handle.write(json.dumps(record) + "\n")
 
     def _manifest(self, previous: dict | None, started: float | None = None, finished: float | None = None,
-                  outcomes: list[QueryOutcome] | None = None, skipped: int = 0, seconds: float = 0.0) -> dict:
+                  outcomes: list[QueryOutcome] | None = None, skipped: int = 0, seconds: float = 0.0,
+                  ended: float | None = None) -> dict:
+        """``finished``: the session ran to its end; ``ended``: it was interrupted then (counts, no "finished")."""
         manifest = dict(previous or {})
         manifest.update({
             "name": self.cfg.name,
             "config": self.cfg.as_dict(),
-            "model": self.cfg.model or getattr(self.backend, "model", None) or getattr(self.backend, "model_name", None)
-            or self.cfg.backend,
+            "model": self.effective_model(),
             "backend": self.cfg.backend,
             "dialect": self.dialect.describe(),
             "parser": self.parser_name,
@@ -465,11 +574,11 @@ class Runner:
         })
         if started is not None:
             manifest.setdefault("sessions", []).append({"started": iso_time(started), "command": self.command})
-        if finished is not None and manifest.get("sessions"):
+        if (finished is not None or ended is not None) and manifest.get("sessions"):
             outcomes = outcomes or []
             failures = Counter(o.failure.kind for o in outcomes if o.failure is not None)
             manifest["sessions"][-1].update({
-                "finished": iso_time(finished), "seconds": round(seconds, 3),
+                **({"finished": iso_time(finished)} if finished is not None else {}), "seconds": round(seconds, 3),
                 "ran": len(outcomes), "skipped_as_done": skipped,
                 "queries_finished": sum(o.finished for o in outcomes),
                 "infra_failures": sum(failures.values()), "infra_failures_by_kind": dict(sorted(failures.items())),
@@ -510,26 +619,13 @@ def summarize(run_dir: Path, method: str) -> dict:
     """Totals over every query stats line of the run (all sessions), latest line per query wins: a query
     that failed and was redone counts once, as what it is now. valid / answered / win count finished
     queries only; model calls and tokens count every query's latest attempt (what it cost)."""
-    latest: dict[tuple, dict] = {}
-    path = run_dir / QUERY_STATS
-    if path.exists():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            with contextlib.suppress(ValueError):
-                record = json.loads(line)
-                latest[(record["group"], record["query_id"])] = record
-    records = list(latest.values())
-    finished = [r for r in records if r.get("outcome", FINISHED) != INFRA_FAILURE]  # older lines: finished
-    failures = Counter(r.get("failure_kind") or HARNESS_ERROR for r in records
-                       if r.get("outcome") == INFRA_FAILURE)
+    records = read_query_lines(run_dir / QUERY_STATS)
     model_s = [r["model_seconds"] / r["query_count"] for r in records if r.get("query_count")]
     return {
-        "queries": len(records),
-        "finished": len(finished),
-        "infra_failures": sum(failures.values()),
-        "infra_failures_by_kind": dict(sorted(failures.items())),
-        "valid": sum(bool(r["valid_data"]) for r in finished),
-        "answered": sum(bool(r.get("answered", r["valid_data"])) for r in finished),
-        "win": sum(bool(r["win"]) for r in finished),
+        **count(records).as_dict(),  # queries, finished, infra failures, valid, answered, win: counts.py
+        # finished queries in which the endpoint refused a request as longer than the model's context
+        "context_length": sum(bool(r.get("context_length")) for r in records if r.get("outcome") != INFRA_FAILURE),
+        **total_stats(records),  # model turns, valid ones, re-asks
         "model_calls": sum(r["query_count"] for r in records),
         "total_tokens": sum(r["total_tokens"] for r in records),
         "median_model_seconds_per_call": round(statistics.median(model_s), 4) if model_s else None,
@@ -538,11 +634,13 @@ def summarize(run_dir: Path, method: str) -> dict:
     }
 
 
-def collect_steps(run_dir: Path) -> Path:
-    """steps.jsonl at the run root: every per-query step file joined, in a stable order."""
+def collect_steps(run_dir: Path, skip: set[Path] | frozenset = frozenset()) -> Path:
+    """steps.jsonl at the run root: every per-query step file joined (but those in ``skip``), in a stable order."""
     target = run_dir / STEPS
     lines: list[str] = []
     for path in sorted((run_dir / STEPS_DIR).glob("*/*.jsonl")):
+        if path in skip:
+            continue
         lines.extend(line for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
     write_text_atomic(target, "".join(line + "\n" for line in lines))
     return target
@@ -564,6 +662,3 @@ def _trees(roots: list) -> list:
             trees.append({"unwritable": f"{type(exc).__name__}: {exc}"})
     return trees
 
-
-def _write_lines_atomic(path: Path, records: list[dict]) -> None:
-    write_text_atomic(path, "".join(json.dumps(r) + "\n" for r in records))

@@ -15,6 +15,8 @@ import socket
 import struct
 import threading
 
+from toolbench_adapter.server.client import PREFLIGHT_TOOL_INPUT
+
 # one body every client under test accepts: the tool server's answer and an OpenAI chat completion
 OK_BODY = {"error": "", "response": "fine",
            "choices": [{"index": 0, "message": {"role": "assistant", "content": "fine"}, "finish_reason": "stop"}]}
@@ -57,8 +59,11 @@ class FaultyServer:
     "hang" (no reply until the server stops), "html" (200, not JSON), an HTTP status as an int, or a
     (status, headers) pair, e.g. ``(429, {"Retry-After": "2"})``."""
 
-    def __init__(self, script: list[str | int | tuple[int, dict]], ok_body: dict | None = None):
+    def __init__(self, script: list[str | int | tuple[int, dict]], ok_body: dict | None = None,
+                 answers_preflight: bool = False):
         self.script = list(script)
+        # a tool server that dies mid-run: the run's preflight (server/client.py) answered, outside the script
+        self.answers_preflight = answers_preflight
         self.ok_body = json.dumps(ok_body or OK_BODY).encode()
         self.requests: list[bytes] = []
         self._lock = threading.Lock()
@@ -76,6 +81,8 @@ class FaultyServer:
             return len(self.requests)
 
     def _next_fault(self, request: bytes) -> str | int | tuple[int, dict]:
+        if self.answers_preflight and PREFLIGHT_TOOL_INPUT.encode() in request:
+            return "ok"
         with self._lock:
             self.requests.append(request)
             return self.script[min(len(self.requests), len(self.script)) - 1]

@@ -2,7 +2,9 @@
 
 It answers /v1/completions and /v1/chat/completions from a script (replies given in order, the last one
 repeated) or a function, serves /v1/models, records every request body, and can be told to fail the next
-N requests with a status (429, 500, ...) or to hang. The context manager always stops the server.
+N requests with a status (429, 500, ...), to fail the requests ``fail_when`` picks by content, or to hang.
+A judge preflight's test request (toolbench_adapter/evaluation/preflight.py) is answered apart, in
+``probes``. The context manager always stops the server.
 
     with OpenAIStandin(completions=["Thought: x"]) as standin:
         backend = OpenAICompletionsBackend(base_url=standin.url, model=standin.model)
@@ -11,6 +13,7 @@ N requests with a status (429, 500, ...) or to hang. The context manager always 
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import time
 import uuid
@@ -21,6 +24,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from runners.openai_server import LoopbackServer
+from toolbench_adapter.evaluation.preflight import PREFLIGHT_MARKER
 
 DEFAULT_MODEL = "standin-model"
 
@@ -46,8 +50,14 @@ def _word_count(value) -> int:
 
 class OpenAIStandin:
     def __init__(self, *, models: tuple[str, ...] = (DEFAULT_MODEL,), completions: list | None = None,
-                 chat: list | None = None, respond: Responder | None = None):
+                 chat: list | None = None, respond: Responder | None = None,
+                 fail_when: Callable[[str, dict], int | None] | None = None, owned_by: str = "standin",
+                 text_only: bool = False):
         self.models = list(models)
+        self.owned_by = owned_by  # GET /v1/models says who serves them ("vllm": structured outputs are taken)
+        self.text_only = text_only  # the judge preflight's forced tool call is answered with text (no tool calling)
+        # (endpoint, body) -> an HTTP status to answer instead, or None: fails chosen requests by their content
+        self.fail_when = fail_when
         self._scripts = {"completions": list(completions or ["ok"]), "chat/completions": list(chat or ["ok"])}
         self._respond = respond
         self._lock = threading.Lock()
@@ -55,6 +65,7 @@ class OpenAIStandin:
         self._hangs = 0
         self._hang_seconds = 0.0
         self.requests: list[tuple[str, dict]] = []  # (endpoint, body) of every POST, failed ones included
+        self.probes: list[tuple[str, dict]] = []  # judge preflight test requests (evaluation/preflight.py)
         self._server = LoopbackServer(self._app())
 
     @property
@@ -94,13 +105,18 @@ class OpenAIStandin:
 
         @app.get("/v1/models")
         def models():
-            return {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "standin"} for m in self.models]}
+            return {"object": "list", "data": [{"id": m, "object": "model", "owned_by": self.owned_by} for m in self.models]}
 
         async def handle(endpoint: str, request: Request):
             body = await request.json()
+            if PREFLIGHT_MARKER in json.dumps(body.get("messages")):  # a judge preflight's test request: answered
+                with self._lock:  # apart, so scripts and counts see the judge's real requests only
+                    self.probes.append((endpoint, body))
+                return self._payload(endpoint, body, self._probe_reply(body))
             with self._lock:
                 self.requests.append((endpoint, body))
-                failure = self._failures.pop(0) if self._failures else None
+                failure = self.fail_when(endpoint, body) if self.fail_when is not None else None
+                failure = failure or (self._failures.pop(0) if self._failures else None)
                 hang = self._hangs > 0
                 self._hangs -= 1 if hang else 0
             if failure is not None:
@@ -120,6 +136,17 @@ class OpenAIStandin:
             return await handle("chat/completions", request)
 
         return app
+
+    def _probe_reply(self, body: dict) -> Reply:
+        """A tool-calling endpoint's answer to the preflight's test request: a forced tool call comes back as a
+        call of that function (``--judge-mode auto`` then judges with tools); any other request gets text.
+        ``text_only=True`` answers like a server without tool calling (``tba serve-model``): text always."""
+        choice = body.get("tool_choice")
+        if self.text_only or not isinstance(choice, dict):
+            return Reply(text="ok")
+        name = (choice.get("function") or {}).get("name")
+        return Reply(tool_calls=[{"id": "probe", "type": "function", "function": {
+            "name": name, "arguments": json.dumps({"reason": "preflight", "answer_status": "Solved"})}}])
 
     def _payload(self, endpoint: str, body: dict, reply: Reply) -> dict:
         prompt_words = _word_count(body.get("prompt")) + sum(_word_count(m.get("content")) for m in body.get("messages", []))

@@ -16,7 +16,13 @@ from runners.models.scripted import ScriptedBackend
 from toolbench_adapter.errors import InputError
 from toolbench_adapter.evaluation.storage import write_label_files
 from toolbench_adapter.parsers.corpus import ModelOutput
-from toolbench_adapter.report.parser_runs import compare_runs, first_divergence, load_variant
+from toolbench_adapter.report.parser_runs import (
+    call_texts,
+    compare_runs,
+    divergence_text,
+    first_divergence,
+    load_variant,
+)
 from toolbench_adapter.report.parsers import compare_parsers
 
 SOLVED, UNSURE, UNSOLVED = "AnswerStatus.Solved", "AnswerStatus.Unsure", "AnswerStatus.Unsolved"
@@ -59,8 +65,14 @@ def test_compare_runs_of_a_fanout_set_end_to_end(judged_set, tmp_path, capsys):
     assert any(line.startswith("read no call in any step (format does not apply): hermes") for line in lines)
     assert not any(line.startswith("hermes ") for line in lines)  # folded, not a row
     assert "react-robust vs react-find: trajectories differ on 2 of 6 queries, the pass flips on 2" in lines
-    assert ("  first divergence 2x: react-find trailing_text, tool input parse error / react-robust trailing_text "
-            "(the steps differ in: rung)") in lines
+    # the divergence leads with the two calls: react-find kept the connective line in the arguments
+    calls = ('react-find convert_for_get_24h_currency_desk({"query": "900003"} and then I will read what it…) / '
+             'react-robust convert_for_get_24h_currency_desk({"query": "900003"})')
+    assert (f"  first divergence 2x (differ in: arguments, rung): {calls} (react-find trailing_text, tool input "
+            "parse error / react-robust trailing_text); e.g. G1_category/900003 turn 1") in lines
+    # rows carry the model and the parser
+    assert "model     parser         pass rate  passed  (on 6 queries)" in lines
+    assert "scripted  react-find         66.7%       4  (baseline)" in lines
     flips = [json.loads(line) for line in (out / "flips.jsonl").read_text().splitlines()]
     assert sorted(f["query_id"] for f in flips) == ["900003", "900006"]
     for flip in flips:
@@ -70,10 +82,11 @@ def test_compare_runs_of_a_fanout_set_end_to_end(judged_set, tmp_path, capsys):
         assert divergence["react-robust"]["kind"] == "trailing_text"
     rows = {r["parser"]: r for r in csv.DictReader((out / "pass_rates.csv").open(encoding="utf-8"))}
     assert rows["react-find"]["pass_rate"] == "66.67" and rows["react-robust"]["pass_rate"] == "100.00"
-    assert rows["hermes"]["applies"] == "False"
+    assert rows["hermes"]["applies"] == "False" and rows["react-find"]["model"] == "scripted"
     summary = (out / "summary.md").read_text(encoding="utf-8")
     assert summary.splitlines()[2].startswith("react-robust: +33.3 points")
-    assert "first divergence at turn 1 (step 3): react-find trailing_text, tool input parse error" in summary
+    assert ("first divergence at turn 1 (step 3, differ in: arguments, rung): react-find "
+            "convert_for_get_24h_currency_desk(") in summary
 
 
 def fake_run(root, parser, labels: dict[str, list[str]], steps: dict[str, list[dict]] | None = None,
@@ -124,8 +137,8 @@ def test_first_divergence_names_the_step_and_each_side():
     b = [CALL, {**CALL, "turn": 2, "step": 4, "call": None, "status": None, "error": "no_action", "rung": None}]
     divergence = first_divergence(a, b, "react-find", "react-robust")
     assert divergence["turn"] == 2
-    assert divergence["react-find"] == {"kind": "final_answer", "call": "Finish"}
-    assert divergence["react-robust"] == {"kind": "no_action, no call", "call": None}
+    assert divergence["react-find"] == {"kind": "final_answer", "call": "Finish", "arguments": None}
+    assert divergence["react-robust"] == {"kind": "no_action, no call", "call": None, "arguments": None}
     assert first_divergence(a, a[:1], "x", "y")["y"]["kind"] == "ended"
     assert first_divergence(a, a, "x", "y") is None
 
@@ -180,10 +193,34 @@ def test_fixed_output_cli_folds_parsers_that_read_nothing_into_one_line(tmp_path
     assert main(["compare-parsers", "--input", str(texts), "--parsers", "react-find,react-robust,hermes,jsonl",
                  "--out", str(out), "--no-progress"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert [line.split()[0] for line in lines[:2]] == ["react-find", "react-robust"]
-    assert lines[2] == "read no call from any of the 1 outputs (format does not apply): hermes, jsonl"
+    assert lines[0] == "1 model output"
+    assert [line.split()[0] for line in lines[1:3]] == ["react-find", "react-robust"]
+    assert lines[3] == "read no call from any of the 1 outputs (format does not apply): hermes, jsonl"
     summary = (out / "summary.md").read_text(encoding="utf-8")
     assert "| hermes |" not in summary.split("## Error kinds")[0]  # folded in the per-parser table
     assert "format does not apply): hermes, jsonl" in summary
     agreement = {r["parser"]: r for r in csv.DictReader((out / "agreement.csv").open(encoding="utf-8"))}
     assert agreement["hermes"]["jsonl"] == "n/a"  # two parsers that read nothing do not "agree"
+
+
+def test_a_divergence_shows_the_two_calls_where_they_differ():
+    """The issue's line read "react-find no_action_input, no_such_function / react-robust no_action_input,
+    no_such_function (the steps differ in: call)": the same on both sides. The calls themselves now lead."""
+    find = {**CALL, "call": "get_weathe", "arguments": "", "status": 1, "error": "no_action_input", "rung": None}
+    robust = {**find, "call": "get_weather"}
+    d = first_divergence([find], [robust], "react-find", "react-robust")
+    assert d["differ_in"] == ["call"]
+    assert divergence_text(d, "react-find", "react-robust") == (
+        "react-find get_weathe() / react-robust get_weather() (both no_action_input, no_such_function)")
+    # long arguments that differ only at their end: the common start is cut, the difference stays in view
+    long_a = {**CALL, "arguments": '{"query": "' + "x" * 80 + '", "units": "metric"}'}
+    long_b = {**CALL, "arguments": '{"query": "' + "x" * 80 + '", "units": "imperial"}'}
+    d = first_divergence([long_a], [long_b], "a", "b")
+    text_a, text_b = call_texts(d["a"], d["b"])
+    assert text_a.startswith("get_x(…") and '"units": "metric"}' in text_a
+    assert '"units": "imperial"}' in text_b and len(text_b) < 80
+    # the same call on both sides is shown once
+    d = first_divergence([CALL], [{**CALL, "rung": "repaired", "arguments": '{"a": 1}'}], "a", "b")
+    assert divergence_text(d, "a", "b").startswith("a get_x() / b get_x({\"a\": 1})")
+    same_call = first_divergence([{**CALL, "arguments": "{}"}], [{**CALL, "arguments": "{}", "rung": "x"}], "a", "b")
+    assert divergence_text(same_call, "a", "b") == "both get_x({}) (both ok)"

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from runners.engine import port_is_free
+from toolbench_adapter.evaluation.evaluations import choose_evaluation
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -42,7 +43,8 @@ def test_light_end_to_end_through_both_openai_backends(tmp_path):
         manifest = json.loads((run_dir / "manifest.json").read_text())
         assert manifest["backend"] == run["backend"] and manifest["config"]["base_url"] == summary["base_url"]
         assert (run_dir / "G1_instruction" / f"900001_{run['method']}.json").exists()
-        board = (run_dir / "tables" / "leaderboard_sopr_upstream.md").read_text()
+        judged = choose_evaluation(run_dir)[0]  # the served model judged itself: --judge-self, kept apart
+        board = (judged.tables_dir / "leaderboard_sopr_upstream.md").read_text()
         # the judge is the served model, and the table says so
         assert "Judge: SmolLM2-135M-Instruct @ http://127.0.0.1:" in board and "[json]" in board
         assert f"SmolLM2-135M-Instruct_via_{run['backend']} ({run['method']})" in board

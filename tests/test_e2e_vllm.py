@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from runners.engine import DEFAULT_VLLM_PYTHON, port_is_free
+from toolbench_adapter.evaluation.evaluations import choose_evaluation
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -44,11 +45,12 @@ def test_make_e2e_on_vllm(tmp_path):
         run_dir = out_dir / run["name"]
         assert (run["run_exit"], run["evaluate_exit"]) == (0, 0)
         assert run["totals"]["queries"] == 3 and run["totals"]["model_calls"] >= 3
-        board = (run_dir / "tables" / "leaderboard_sopr_upstream.md").read_text()
+        judged = choose_evaluation(run_dir)[0]  # the served model judged itself: --judge-self, kept apart
+        board = (judged.tables_dir / "leaderboard_sopr_upstream.md").read_text()
         assert "Judge: SmolLM2-135M-Instruct @ http://127.0.0.1:" in board
         for group in ("G1_instruction", "G2_instruction", "G3_instruction"):
             assert any((run_dir / group).glob(f"*_{run['method']}.json"))
-        meta = json.loads(next((run_dir / "eval").glob("G1_instruction_*.meta.json")).read_text())
+        meta = json.loads(next(judged.eval_dir.glob("G1_instruction_*.meta.json")).read_text())
         assert meta["evaluator"] == "e2e-short" and meta["judge"].endswith("[json]")
     # the judge round trip through the engine happens every time: the probe is one answered query
     probe = summary["judge_probe"]

@@ -13,6 +13,7 @@ from runners.cli import main
 from runners.config import RunConfig, load_yaml
 from runners.models.openai_http import OpenAIEndpoint, UnreachableEndpoint
 from runners.models.scripted import scripted_call
+from tests.faulty_http import FaultyServer
 from tests.openai_standin import OpenAIStandin, Reply
 from toolbench_adapter.errors import InputError
 from toolbench_adapter.evaluation.chat import OpenAIChatClient
@@ -60,10 +61,11 @@ def run_args(tmp_path, name, model_urls, server_urls):
 
 def test_a_dead_endpoint_among_live_ones_changes_no_answer_file(tmp_path):
     with OpenAIStandin(respond=agent_reply) as one, OpenAIStandin(respond=agent_reply) as two, \
-            tool_server() as first, tool_server() as second:
+            tool_server() as first, tool_server() as second, FaultyServer(["reset"], answers_preflight=True) as dying:
         assert main(run_args(tmp_path, "live", [one.url], [first.url])) == 0
         assert one.count() == 12  # 6 queries x 2 turns
-        dead_model, dead_server = dead_url("/v1"), dead_url()
+        # a tool server that answers the preflight, then dies (one dead from the start is exit 2)
+        dead_model, dead_server = dead_url("/v1"), dying.url
         code = main(run_args(tmp_path, "mixed", [dead_model, one.url, two.url], [dead_server, first.url, second.url]))
         assert code == 0
         assert one.count() - 12 + two.count() == 12 and one.count() > 12 and two.count() > 0  # both took requests

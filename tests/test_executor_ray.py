@@ -184,15 +184,13 @@ def test_ray_workers_spread_over_several_endpoints_and_skip_a_dead_one(tmp_path,
 @needs_ray
 def test_a_dead_server_stops_dispatch_under_ray(tmp_path, ray_cluster, capsys):
     """The driver stops dispatching once the limit is reached: the rest are recorded as not started."""
-    import socket
+    from tests.faulty_http import FaultyServer
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        dead = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    args = ["run", "--out-root", str(tmp_path), "--backend", "scripted", "--quiet", "--name", "stop",
-            "--executor", "ray", "--concurrency", "1", "--server", dead, "--server-attempts", "1",
-            "--stop-after-infra-failures", "2"]
-    assert main(args) == 3
+    with FaultyServer(["reset"], answers_preflight=True) as dying:  # answers the preflight, then dies
+        args = ["run", "--out-root", str(tmp_path), "--backend", "scripted", "--quiet", "--name", "stop",
+                "--executor", "ray", "--concurrency", "1", "--server", dying.url, "--server-attempts", "1",
+                "--stop-after-infra-failures", "2"]
+        assert main(args) == 3
     stats = stats_lines(tmp_path / "stop")
     assert len(stats) == 6 and {s["failure_kind"] for s in stats} == {"tool_server"}
     assert sum(not s.get("not_started") for s in stats) == 2  # concurrency 1: the third was never dispatched

@@ -20,6 +20,7 @@ from runners.models.memo import MemoBackend, SamplingNotMemoizable
 from runners.models.react_script import diverges, react_script
 from runners.models.scripted import ScriptedBackend
 from runners.run import Runner
+from toolbench_adapter.evaluation.evaluations import choose_evaluation
 
 TOOLS = "data/sample/toolenv/tools"
 QUERIES = 6  # the sample set: one evaluated query per group
@@ -195,7 +196,8 @@ def test_variants_share_one_judge_cache(tmp_path):
     evaluate_run(tmp_path / "set" / "react-robust", judge, evaluate_times=1, cache_path=str(cache), progress=False)
     # only the answers that differ (the divergent queries) are judged again
     assert 0 < judge.requests - first <= DIVERGENT * (first // QUERIES)
-    metas = [json.loads(p.read_text()) for p in sorted((tmp_path / "set" / "react-robust" / "eval").glob("*.meta.json"))]
+    judged = choose_evaluation(tmp_path / "set" / "react-robust")[0].eval_dir  # evaluations are kept per judge
+    metas = [json.loads(p.read_text()) for p in sorted(judged.glob("*.meta.json"))]
     assert sum(m["cache_hits"] for m in metas) == QUERIES - DIVERGENT
 
 

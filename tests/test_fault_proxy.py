@@ -21,6 +21,7 @@ from runners.models.base import Completion, ModelRequest
 from runners.models.scripted import ScriptedBackend
 from runners.run import Runner
 from toolbench_adapter.server.app import ServerConfig, build_virtual_server, create_app
+from toolbench_adapter.server.client import PREFLIGHT_TOOL_INPUT
 from toolbench_adapter.server.runner import EmbeddedServer
 
 CALLS_PER_QUERY = 6  # tool calls the scripted model makes before it answers
@@ -73,6 +74,10 @@ class FaultProxy:
         return rng.choice(FAULTS) if rng.random() < self.rate else "ok"
 
     def handle(self, handler: BaseHTTPRequestHandler, body: bytes) -> None:
+        if json.loads(body)["tool_input"] == PREFLIGHT_TOOL_INPUT:  # the run's preflight: passed on, not faulted
+            upstream = requests.post(self.upstream, data=body, headers={"Content-Type": "application/json"}, timeout=10)
+            self._reply(handler, upstream.status_code, upstream.content)
+            return
         probe = json.loads(json.loads(body)["tool_input"])["probe"]
         with self._lock:
             action = self.action(probe, len(self.log[probe]))

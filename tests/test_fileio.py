@@ -87,3 +87,20 @@ def test_a_read_only_place_is_an_input_error():
 def test_lone_surrogates_are_written_as_json_escapes(tmp_path):
     path = write_text_atomic(tmp_path / "a.json", json.dumps({"a": "x\ud800"}, ensure_ascii=False))
     assert json.loads(path.read_text(encoding="utf-8")) == {"a": "x\ud800"}
+
+
+def test_read_json_refuses_deep_nesting_and_non_utf8_as_input_errors(tmp_path):
+    # json.load raises RecursionError (not JSONDecodeError) past the stack: without the catch a traceback escapes
+    from toolbench_adapter.errors import InputError
+    from toolbench_adapter.fileio import read_json
+
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 200_000 + "]" * 200_000)
+    with pytest.raises(InputError, match="nested too deeply") as caught:
+        read_json(deep)
+    assert str(deep) in str(caught.value)
+    latin = tmp_path / "latin.json"
+    latin.write_bytes(b'{"q": "caf\xe9"}')
+    with pytest.raises(InputError, match="not UTF-8") as caught:
+        read_json(latin)
+    assert str(latin) in str(caught.value)

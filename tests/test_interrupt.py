@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import threading
 
 import pytest
 
@@ -32,3 +34,62 @@ def test_ctrl_c_starts_no_queued_query(tmp_path):
     # but not the 4 after it (before the fix all 6 queued queries ran before Ctrl-C took effect)
     assert len(set(calls)) <= 2
     assert len(list((tmp_path / "r").glob("G*/*.json"))) <= 2
+
+
+def test_the_first_ctrl_c_says_what_it_waits_for_and_a_second_stops_now(tmp_path, monkeypatch, capfd):
+    """Two queries in flight and slow: the first Ctrl-C names them and waits; a second one (sent here as the
+    notice is printed) stops at once, the two recorded as not finished and redone by the next run."""
+    from runners import interrupt
+    from runners.interrupt import StopNow
+
+    release = threading.Event()
+    started = threading.Barrier(2)
+
+    def slow(request):
+        started.wait(timeout=30)  # both queries in flight before the first Ctrl-C
+        if request.key.get("query_id") == 900001:
+            os.kill(os.getpid(), signal.SIGINT)
+        release.wait(timeout=60)
+        return react_script(request)
+
+    announced = interrupt.announce
+
+    def announce_and_press_again(in_flight):
+        announced(in_flight)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr(interrupt, "announce", announce_and_press_again)
+    cfg = RunConfig(name="r", out_root=str(tmp_path), backend="scripted", dialect="toolllama", tool_root=TOOLS,
+                    concurrency=2)
+    try:
+        with pytest.raises(StopNow) as stopped:
+            Runner(cfg, backend=ScriptedBackend(script=slow), progress=False).run()
+        assert "waiting for the 2 in flight" in capfd.readouterr().err
+        manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
+        [session] = manifest["sessions"]
+        assert "finished" not in session and session["stopped_now"] is True and session["interrupted"]
+        assert sorted(session["not_finished"]) == ["G1_category/900003", "G1_instruction/900001"]
+        assert sorted(stopped.value.in_flight) == sorted(session["not_finished"])
+        assert session["not_started"] == 4 and not list((tmp_path / "r").glob("G*/*.json"))
+    finally:
+        release.set()
+
+
+def test_a_first_ctrl_c_records_the_session_as_interrupted_with_its_counts(tmp_path):
+    calls = []
+
+    def interrupting(request):
+        calls.append(request.key.get("query_id"))
+        if len(calls) == 1:
+            os.kill(os.getpid(), signal.SIGINT)
+        return react_script(request)
+
+    cfg = RunConfig(name="r", out_root=str(tmp_path), backend="scripted", dialect="toolllama", tool_root=TOOLS,
+                    concurrency=1)
+    with pytest.raises(KeyboardInterrupt):
+        Runner(cfg, backend=ScriptedBackend(script=interrupting), progress=False).run()
+    [session] = json.loads((tmp_path / "r" / "manifest.json").read_text())["sessions"]
+    assert "finished" not in session and session["interrupted"] and session["stopped_now"] is False
+    done = len(list((tmp_path / "r").glob("G*/*.json")))
+    assert session["queries_finished"] == done >= 1 and session["not_started"] == 6 - done
+    assert len((tmp_path / "r" / "steps.jsonl").read_text().splitlines()) > 0

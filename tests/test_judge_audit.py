@@ -75,7 +75,7 @@ def scripted_judge(endpoint: str, body: dict):
 
 
 def _audit(labels, standin, *extra) -> int:
-    return main(["judge-audit", "--labels", str(labels), "--judge-url", standin.url, "--judge-model", "standin-judge",
+    return main(["judge-audit", "--labels", str(labels), "--judge-url", standin.url, "--judge-model", standin.model,
                  "--no-progress", *extra])
 
 
@@ -135,7 +135,7 @@ def test_judge_errors_exit_3_and_are_left_out_of_the_rates(tmp_path, capsys):
         code = _audit(labels, standin, "--converted", str(converted), "--no-cache", "--attempts", "1")
     out = capsys.readouterr().out
     assert code == 3
-    assert "6 judgements failed (JudgeError)" in out and "6 pairs with a judge error left out" in out
+    assert "JUDGE FAILURES 6 of 6 judgements" in out and "6 pairs with a judge error left out" in out
     assert "Accuracy n/a (0 of 0)" in out
 
 

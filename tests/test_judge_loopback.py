@@ -13,6 +13,7 @@ from toolbench_adapter.evaluation.chat import OpenAIChatClient
 from toolbench_adapter.evaluation.evaluator import load_evaluator
 from toolbench_adapter.evaluation.judge import judge_answer, make_judge
 from toolbench_adapter.evaluation.labels import Label
+from toolbench_adapter.evaluation.preflight import PREFLIGHT_MARKER
 from toolbench_adapter.evaluation.run_judge import judge_file
 from toolbench_adapter.evaluation.scores import sopr
 from toolbench_adapter.evaluation.storage import read_label_file
@@ -25,6 +26,7 @@ class StandIn:
         self.script = script
         self.payloads: list[dict] = []
         self.fail_next = 0  # answer this many requests with HTTP 500 first
+        self.probes = 0  # preflight test requests answered (not in payloads: scripts see judge requests only)
         stand_in = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -32,6 +34,14 @@ class StandIn:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 if self.path != "/v1/chat/completions":
                     self.send_error(404)
+                    return
+                if PREFLIGHT_MARKER in json.dumps(body.get("messages")):  # the judge preflight's test request
+                    with lock:
+                        stand_in.probes += 1
+                    # a tool-calling endpoint: a forced tool call comes back as one (auto then picks tools)
+                    choice = body.get("tool_choice")
+                    self.reply(tool_reply(choice["function"]["name"], {"reason": "preflight", "answer_status": "Solved"})
+                               if isinstance(choice, dict) else {"role": "assistant", "content": "ok"}, body)
                     return
                 with lock:
                     stand_in.payloads.append(body)
@@ -42,7 +52,9 @@ class StandIn:
                     self.end_headers()
                     self.wfile.write(b"overloaded")
                     return
-                message = stand_in.script(body)
+                self.reply(stand_in.script(body), body)
+
+            def reply(self, message, body):
                 data = json.dumps({"id": "x", "object": "chat.completion", "model": body["model"],
                                    "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]})
                 self.send_response(200)
@@ -259,7 +271,8 @@ def test_malformed_verdicts_are_retried_then_recorded_as_judge_errors(stand_in, 
     assert "after 3 attempts" in stored.entries["1"]["reasons"]["0"]
     assert stored.meta["judge_errors"] == 2
     score = sopr(stored.labels)
-    assert score.errors == 2 and round(score.mean, 1) == 33.3
+    # a failed judgement is no verdict: left out of the denominator, not scored as Unsolved (was 33.3)
+    assert score.errors == 2 and score.mean == 100.0 and score.n == 1
     # errors are not cached: judging again asks again for those two only
     judge_file(converted, judge, tmp_path / "out", group="G2_category", model="m", evaluate_times=1,
                progress=False, cache_path=tmp_path / "cache.jsonl")

@@ -29,14 +29,23 @@ def verdict(payload: dict) -> dict:
 
 
 def outputs(run_dir: Path) -> dict[str, bytes]:
-    """Every file tba evaluate writes, but the meta files' clock reading."""
+    """Every file tba evaluate writes, but the clock readings (meta files, the evaluation's record and the
+    run's list of evaluations) and the command recorded (--executor differs)."""
     found = {}
-    for path in sorted([*run_dir.glob("converted/*/*"), *run_dir.glob("eval/*"), *run_dir.glob("tables/*")]):
+    written = [*run_dir.glob("converted/*/*"), *run_dir.rglob("eval/**/*"), *run_dir.rglob("tables/**/*"),
+               run_dir / "evaluations.json"]
+    for path in sorted(p for p in written if p.is_file()):
         data = path.read_bytes()
         if path.name.endswith(".meta.json"):
             meta = json.loads(data)
             meta.pop("seconds")
             data = json.dumps(meta, sort_keys=True).encode()
+        elif path.name in ("evaluation.json", "evaluations.json"):  # evaluations.py
+            record = json.loads(data)
+            for entry in [record, *record.get("evaluations", [])]:
+                for key in ("started", "finished", "command"):
+                    entry.pop(key, None)
+            data = json.dumps(record, sort_keys=True).encode()
         found[path.relative_to(run_dir).as_posix()] = data
     return found
 
@@ -44,6 +53,7 @@ def outputs(run_dir: Path) -> dict[str, bytes]:
 def clear(run_dir: Path) -> None:
     for name in ("converted", "eval", "tables"):
         shutil.rmtree(run_dir / name, ignore_errors=True)
+    (run_dir / "evaluations.json").unlink(missing_ok=True)
 
 
 def cache_keys(path: Path) -> list[str]:

@@ -27,6 +27,7 @@ def test_hf_run_then_local_judge_table(tmp_path, capsys):
     out = capsys.readouterr().out
     assert code == 0
     assert "Judge: hf:SmolLM2-135M-Instruct (local)" in out  # the table names the local judge
-    assert "| SmolLM2-135M-Instruct (CoT@1) |" in out or "(CoT@1) |" in out
+    assert "a 135M judge checks the pipeline, not the model." in out  # ...and what its verdicts are worth
+    assert "| offline (CoT@1) (self-judged) |" in out  # SmolLM2 judged SmolLM2's answers: the row says so
     assert "Error taxonomy" in out
-    assert (run_dir / "tables" / "leaderboard_sopr_upstream.md").exists()
+    assert (run_dir / "tables" / "SmolLM2-135M-Instruct@local-json-x1" / "leaderboard_sopr_upstream.md").exists()

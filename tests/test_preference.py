@@ -175,15 +175,18 @@ def test_written_file_is_scored_by_the_sowr_scorer(server, spec, tmp_path):
 
 
 def test_ties_count_half_only_in_the_corrected_score(server, spec, tmp_path):
-    stand_in = server(scripted(select=lambda prompt: {"index": "x"}))
+    # both answers Solved, so select_better_answer decides, always for the answer shown first: seed 0 shows
+    # query 1's output first in both rounds (won) and query 3's output first in one round of two (a tie)
+    stand_in = server(scripted(select=lambda prompt: {"index": 0}))
     ref_file, out_file = tmp_path / REF / "G2_category.json", tmp_path / OUT / "G2_category.json"
     for path, text in ((ref_file, "r"), (out_file, "o")):
         path.parent.mkdir()
         path.write_text(json.dumps({"1": example("Q1", give_answer(f"SOLVED {text}")),
-                                    "2": example("Q2", give_answer("SOLVED" if text == "o" else "UNSOLVED"))}))
+                                    "3": example("Q3", give_answer(f"SOLVED {text}"))}))
     outcome = prefer_files(ref_file, out_file, make_judge(client_for(stand_in), spec, attempts=1), tmp_path / "p",
-                           group="G2_category", reference_model=REF, output_model=OUT, evaluate_times=1,
+                           group="G2_category", reference_model=REF, output_model=OUT, evaluate_times=2,
                            progress=False)
+    assert outcome.run.wins() == {"1": (0, 2), "3": (1, 1)} and not outcome.run.errors
     scores = {row.score.mode: row.score for row in outcome.rows}
     assert scores["upstream"].mean == pytest.approx(50.0) and scores["corrected"].mean == pytest.approx(75.0)
     assert scores["upstream"].ties == 1

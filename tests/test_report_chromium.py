@@ -319,7 +319,8 @@ def test_first_screen_step_details_and_keys_in_chromium(chrome, released_run, tm
               nav: document.getElementById("qnav").innerText}; })()""")
     assert step["calls"] and step["calls"][0].startswith("model call 1")
     assert all("tokens" in c and "latency" in c for c in step["calls"])
-    assert len(step["prompt"]) == len(step["calls"]) and all("reconstructed" in p for p in step["prompt"])
+    # every call's prompt, as the run recorded it sent (steps.jsonl)
+    assert len(step["prompt"]) == len(step["calls"]) and all("recorded" in p for p in step["prompt"])
     assert step["roles"][:2] == ["system", "user"] and step["tools"] >= 1  # the messages and the tools sent
     assert step["toolCalls"] and all(re.match(r"tool call: (HTTP \d+|HTTP status, reply kind, attempts and "
                                               r"latency unknown)", t) for t in step["toolCalls"])

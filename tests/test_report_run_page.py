@@ -19,6 +19,7 @@ from runners.evaluate import evaluate_run
 from runners.models.scripted import ScriptedBackend
 from runners.run import Runner
 from tests.test_report_html import embedded, react_script
+from toolbench_adapter.evaluation.evaluations import choose_evaluation
 from toolbench_adapter.report.headline import headline
 from toolbench_adapter.report.html import render_page
 from toolbench_adapter.report.run_compare import MISSING, OUTCOME_DIFFERS, SAME, compare_runs, rank_of, summary
@@ -74,18 +75,39 @@ def sent_prompts(backend: ScriptedBackend) -> dict[str, list]:
     return by_query
 
 
+def decoded_prompts(block: dict) -> list:
+    """Every call's prompt from a page block: [prefix shared with the previous call's prompt (UTF-16 units, as
+    the page's JavaScript counts), rest]."""
+    prompts, previous = [], "" if block["kind"] == "text" else []
+    for shared, rest in block["calls"]:
+        if block["kind"] == "text":
+            previous = previous.encode("utf-16-le")[: 2 * shared].decode("utf-16-le") + rest
+        else:
+            previous = previous[:shared] + rest
+        prompts.append(previous)
+    return prompts
+
+
+def without_recorded_requests(source: Path, target: Path) -> Path:
+    """A copy of a run as a runner that recorded no requests wrote it (the report then rebuilds prompts)."""
+    shutil.copytree(source, target)
+    for path in [target / "steps.jsonl", *(target / "steps").glob("*/*.jsonl")]:
+        records = [json.loads(line) for line in path.read_text().splitlines()]
+        path.write_text("".join(json.dumps({k: v for k, v in r.items() if k != "sent"}) + "\n" for r in records))
+    return target
+
+
 @pytest.mark.parametrize("kind", ["text", "chat"])
-def test_reconstructed_prompts_are_the_ones_sent(runs, kind):
+def test_reconstructed_prompts_are_the_ones_sent(runs, kind, tmp_path):
     run_dir, backend = runs[kind]
     sent = sent_prompts(backend)
-    run = load_run(run_dir)
+    run = load_run(without_recorded_requests(run_dir, tmp_path / "older"))
     checked = 0
     for query in run.queries:
         block = query.prompts
         assert block is not None and block["how"] == "reconstructed", query.query_id
         assert block["kind"] == ("text" if kind == "text" else "messages")
-        for number, (shared, rest) in enumerate(block["calls"]):
-            rebuilt = block["full"][:shared] + rest
+        for number, rebuilt in enumerate(decoded_prompts(block)):
             assert rebuilt == sent[query.query_id][number], (query.query_id, number)
             checked += 1
         # each model call's nodes point at its prompt, and the calls are numbered in order
@@ -98,11 +120,11 @@ def test_prompts_are_stored_once_per_query(runs):
     page = render_page([load_run(runs["text"][0])])
     detail = embedded(page, "d0_0")
     prompts = detail["prompts"]
-    full = prompts["full"]
+    first, second = decoded_prompts(prompts)[:2]
     # the second call's prompt shares the first call's text: it is stored as a length, not again
     block = re.search(r'<script type="application/json" id="d0_0">(.*?)</script>', page, re.S).group(1)
-    assert block.count(full[:200].replace("\n", "\\n")) == 1
-    assert prompts["calls"][1][0] > len(full) // 2
+    assert block.count(first[:200].replace("\n", "\\n")) == 1
+    assert len(first) - 40 < prompts["calls"][1][0] <= len(first) and len(second) > len(first)
 
 
 def with_outcomes(source: Path, target: Path) -> Path:
@@ -254,7 +276,7 @@ def test_table_model_label_renames_the_row(runs, tmp_path, capsys):
     run_dir = tmp_path / "judged"
     shutil.copytree(runs["text"][0], run_dir)
     evaluate_run(run_dir, ScriptedJudge(), evaluate_times=1, cache_path=None, progress=False)
-    scores = sorted((run_dir / "eval").glob("scores_*.json"))
+    scores = choose_evaluation(run_dir)[0].score_files()  # tba evaluate keeps each judge's evaluation apart
     assert scores
     assert main(["table", *map(str, scores), "--out", str(tmp_path / "t"), "--no-png",
                  "--model-label", "SmolLM2 sweep A"]) == 0

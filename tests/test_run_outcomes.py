@@ -14,8 +14,10 @@ from runners.models.base import Completion
 from runners.models.scripted import ScriptedBackend, default_script
 from runners.outcome import InfraFailure
 from runners.run import QueryOutcome, Runner, progress_postfix
+from tests.faulty_http import FaultyServer
 from tests.openai_standin import OpenAIStandin, Reply
 from toolbench_adapter.errors import InputError
+from toolbench_adapter.evaluation.evaluations import choose_evaluation
 
 SAMPLE_QUERIES = 6  # data/sample: one evaluated query per group
 ISO_UTC = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
@@ -40,8 +42,16 @@ def closed_port_url():
     return f"http://127.0.0.1:{port}"  # nothing listens there once the socket is closed
 
 
-def test_dead_tool_server_exits_3_writes_no_answers_and_a_rerun_finishes_them(tmp_path, capsys):
-    dead = ["--server", closed_port_url(), "--server-attempts", "2"]
+@pytest.fixture
+def dying_server():
+    """A tool server that answers the run's preflight, then resets every connection (a server that dies
+    mid-run: one that is dead from the start is refused by the preflight, exit 2)."""
+    with FaultyServer(["reset"], answers_preflight=True) as server:
+        yield server.url
+
+
+def test_dead_tool_server_exits_3_writes_no_answers_and_a_rerun_finishes_them(tmp_path, capsys, dying_server):
+    dead = ["--server", dying_server, "--server-attempts", "2"]
     assert main(run_args(tmp_path, "dead", *dead)) == 3
     out = capsys.readouterr().out
     run_dir = tmp_path / "dead"
@@ -238,7 +248,7 @@ def test_evaluate_refuses_a_run_with_infra_failures_unless_scored_anyway(tmp_pat
         evaluate_run(run_dir, SolvedJudge(), evaluate_times=1, cache_path=None, progress=False)
     result = evaluate_run(run_dir, SolvedJudge(), evaluate_times=1, cache_path=None, progress=False,
                           score_anyway=True, model_label="loud")
-    table = (run_dir / "tables" / "leaderboard_sopr_upstream.md").read_text()
+    table = (choose_evaluation(run_dir)[0].tables_dir / "leaderboard_sopr_upstream.md").read_text()
     assert "| loud (CoT@1) † | 100.0 |" in table
     assert "† loud (CoT@1): scored with 1 of 6 queries lost to infrastructure failures (replay_gap 1)" in table
     assert "| loud (CoT@1) † |" in result.text
@@ -292,10 +302,10 @@ def test_evaluate_judges_no_group_without_answer_files(tmp_path):
         evaluate_run(run_dir, SolvedJudge(), evaluate_times=1, cache_path=None, progress=False)
 
 
-def test_a_dead_server_stops_the_run_early_and_a_rerun_redoes_everything(tmp_path, capsys):
+def test_a_dead_server_stops_the_run_early_and_a_rerun_redoes_everything(tmp_path, capsys, dying_server):
     """After N queries in a row fail for infrastructure reasons the rest are not started (no model call is
     spent on them), yet each is recorded, counted and redone by the same command."""
-    dead = ["--server", closed_port_url(), "--server-attempts", "1", "--stop-after-infra-failures", "2"]
+    dead = ["--server", dying_server, "--server-attempts", "1", "--stop-after-infra-failures", "2"]
     backend = ScriptedBackend()
     cfg_args = run_args(tmp_path, "stop", *dead)
     assert main(cfg_args) == 3

@@ -28,7 +28,8 @@ def test_markdown_row_matches_the_readme_layout_and_average():
     assert "| Method | I1 Inst | I1 Cat | I1 Tool | I2 Cat | I2 Inst | I3 Inst | Average |" in text
     assert "| GPT-4-0613 (CoT) | 45.5±0.4 | 57.4±0.3 | 48.8±0.7 | 43.0±0.7 | 46.5±0.9 | 48.1±1.5 | 48.2±0.8 |" in text
     assert "Judge: gpt-4-turbo-2024-04-09 @ http://x/v1 [tools]" in text
-    assert "denominator = answered queries" in text  # the scoring mode is labelled
+    assert "denominator = judged queries" in text  # the scoring mode is labelled
+    assert "GPT-4-0613 (CoT): n = I1 Inst 100, I1 Cat 100, I1 Tool 100" in text  # and each cell's denominator
 
 
 def test_boards_split_by_metric_and_mode_and_mark_incomplete_averages():
@@ -37,7 +38,7 @@ def test_boards_split_by_metric_and_mode_and_mark_incomplete_averages():
     assert [(b.metric, b.mode) for b in boards] == [("SoPR", "upstream"), ("SoPR", "strict")]
     body = boards[0].body()[0]
     assert body[-1] == "51.5±0.3*" and body[3] == "–"  # (45.5+57.4)/2, (0.4+0.3)/2 -> 0.35 shown as 0.3
-    assert "* average over the groups present only" in to_markdown(boards[0])
+    assert "* GPT-4-0613 (CoT): Average over 2 of 6 groups" in to_markdown(boards[0])
 
 
 def test_csv_and_latex_carry_the_same_cells():
@@ -53,7 +54,7 @@ def test_csv_and_latex_carry_the_same_cells():
 
 
 def test_sowr_board_shows_single_numbers():
-    rows = [ScoreRow("dfs", "G1_instruction", Score("SoWR", "upstream", 60.7), reference="cot")]
+    rows = [ScoreRow("dfs", "G1_instruction", Score("SoWR", "upstream", 60.7, n=28), reference="cot")]
     line = to_markdown(build_leaderboards(rows)[0]).splitlines()[4]
     assert line.startswith("| dfs vs cot | 60.7 | – |")
 
@@ -100,10 +101,12 @@ def _run_folder(tmp_path):
 def test_taxonomy_counts_status_codes_errors_and_answers(tmp_path):
     tax = taxonomy.read_taxonomy(_run_folder(tmp_path))
     tables = taxonomy.taxonomy_tables(tax)
-    header, answers = tables["answers"]
+    header, counts = tables["queries"]
     assert header == ["", "G1_tool", "G2_category", "total"]
-    assert answers[0] == ["queries", "2", "1", "3"] and answers[1] == ["answered", "2", "0", "2"]
-    assert answers[2] == ["valid", "1", "0", "1"] and answers[3] == ["steps", "4", "1", "5"]
+    # the run summary's words (counts.py); G2_category's query 7 has steps but no outcome (killed mid-query)
+    assert counts == [["queries", "2", "0", "2"], ["finished", "2", "0", "2"], ["infra failures", "0", "0", "0"],
+                      ["valid", "1", "0", "1"], ["answered", "0", "0", "0"], ["win", "1", "0", "1"],
+                      ["steps", "4", "1", "5"]]
     status = {row[0]: row[1:] for row in tables["status codes"][1]}
     assert status["0 normal"] == ["1", "0", "1"] and status["2 input_error"] == ["1", "0", "1"]
     assert status["1 no_such_function"] == ["0", "1", "1"] and status["no call"] == ["1", "0", "1"]

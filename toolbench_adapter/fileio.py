@@ -163,3 +163,8 @@ def read_json(path: str | Path, what: str = "file") -> Any:
         raise InputError(f"{what} not found", path=path) from None
     except json.JSONDecodeError as exc:
         raise InputError(f"not valid JSON ({exc.msg} at line {exc.lineno})", path=path) from None
+    except RecursionError:  # json raises this, not a JSONDecodeError, on nesting deeper than the stack
+        raise InputError("JSON nested too deeply to read", path=path,
+                         fix="this is not a file the project or upstream writes; check where it came from") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text (byte {exc.start})", path=path) from None

@@ -137,6 +137,8 @@ class HttpResult:
     waited_s: float  # time spent waiting for the rate limiter
     faults: tuple[FaultKind, ...] = ()  # every failed attempt's fault, in order (the last one included)
     detail: str | None = None  # the last exception or body excerpt, for messages and logs
+    # a non-200 reply's body, parsed when it is JSON: tells a server's own error answer from a gateway's
+    error_data: Any = None
 
     @property
     def ok(self) -> bool:
@@ -373,7 +375,17 @@ class HttpTransport:
             url=url, fault=fault, status=None if response is None else response.status_code, data=data,
             text="" if response is None else short(response.text), headers={} if response is None else
             response.headers, attempts=len(faults) + (fault is None), latency_s=time.perf_counter() - started,
-            waited_s=waited, faults=tuple(faults), detail=last.detail)
+            waited_s=waited, faults=tuple(faults), detail=last.detail, error_data=_error_json(response))
+
+
+def _error_json(response: requests.Response | None) -> Any:
+    """The parsed body of a reply that is not a 200, or None (no reply, a 200, or a body that is not JSON)."""
+    if response is None or response.status_code == 200:
+        return None
+    try:
+        return response.json()
+    except ValueError:
+        return None
 
 
 def url_list(value: str | Sequence[str] | None) -> list[str]:

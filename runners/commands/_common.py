@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 
 
 def add_stb_root(parser: argparse.ArgumentParser) -> None:
@@ -46,7 +47,7 @@ def parse_options(pairs: list[str]) -> dict:
 
 
 def add_judge_flags(parser: argparse.ArgumentParser, *, evaluator_help: str, prefill_help: str) -> None:
-    """The judge client, evaluator and cache flags that tba judge and tba prefer share."""
+    """The judge client, evaluator, cache and failure flags that tba judge, prefer and judge-audit share."""
     from toolbench_adapter.evaluation.chat import CHAT_CLIENTS
     from toolbench_adapter.evaluation.judge import JUDGES
 
@@ -65,11 +66,87 @@ def add_judge_flags(parser: argparse.ArgumentParser, *, evaluator_help: str, pre
                         help="where to look up evaluator names, e.g. <stb>/toolbench/tooleval/evaluators")
     parser.add_argument("--attempts", type=int, default=3,
                         help="requests per verdict when the judge answers malformed (default 3)")
+    add_judge_option(parser)
     parser.add_argument("--cache", default="results/cache/judge.jsonl", metavar="FILE",
                         help="judgement cache, shared by tba judge and tba prefer (default "
                         "results/cache/judge.jsonl)")
     parser.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--score-anyway", action="store_true",
+                        help="write the scores even when judgements failed (no verdict after the retries): the "
+                        "failed ones are left out of every denominator and counted in the score rows; the exit "
+                        f"status stays {JUDGE_FAILURES_EXIT}")
+
+
+JUDGE_FAILURES_EXIT = 3  # judgements failed: counted, not scored; the same command redoes them
+JUDGE_OPTION_TYPES = {"retries": int, "wait_min": float, "wait_max": float, "timeout": float}
+
+
+def add_judge_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--judge-option", action="append", default=[], metavar="KEY=VALUE",
+                        help="judge HTTP client (openai): retries (attempts per request, the first included; "
+                        "default 3), wait_min / wait_max (backoff seconds, default 1 / 10), timeout (seconds per "
+                        "request, default 60)")
+
+
+def judge_client_options(args: argparse.Namespace) -> dict:
+    """--judge-option pairs, typed; an unknown key or a bad value is exit 2 naming the keys."""
+    from toolbench_adapter.errors import InputError
+
+    options = {}
+    for key, value in parse_options(getattr(args, "judge_option", None) or []).items():
+        kind = JUDGE_OPTION_TYPES.get(key)
+        if kind is None:
+            raise InputError(f"unknown judge option {key!r}", field="--judge-option",
+                             fix=f"use one of {', '.join(JUDGE_OPTION_TYPES)}, e.g. --judge-option retries=5")
+        try:
+            options[key] = kind(value)
+        except (TypeError, ValueError):
+            raise InputError(f"judge option {key}={value!r} is not a {kind.__name__}", field="--judge-option",
+                             fix=f"write e.g. --judge-option {key}=2") from None
+        if options[key] < (1 if key == "retries" else 0):
+            raise InputError(f"judge option {key}={value} is out of range", field="--judge-option",
+                             fix="retries is at least 1; waits and the timeout are not negative")
+    return options
+
+
+def redo_command(args: argparse.Namespace, fallback: list[str]) -> str:
+    """The command as typed (runners/cli.py keeps it in args.argv): rerun as is, it redoes what failed."""
+    return "tba " + shlex.join(getattr(args, "argv", None) or fallback)
+
+
+def judge_failures_lines(failed: int, total: int, samples: list[str], redo: str, *, written: bool,
+                         cached: bool = True, unit: str = "judgements", never: str = "Unsolved") -> list[str]:
+    """What a judging command prints when judgements failed: how many, why, what was (not) written, the redo."""
+    reasons = "; ".join(samples[:3]) or "no usable verdict"
+    lines = [f"JUDGE FAILURES {failed} of {total} {unit}: no verdict after the judge client's retries (e.g. "
+             f"{reasons}). They are left out of every score, never counted as {never}."]
+    lines.append(f"  scores written anyway (--score-anyway): each row counts its failed {unit}"
+                 if written else "  no score files or tables written (--score-anyway writes them, marked)")
+    again = (f"cached verdicts are kept: only the failed {unit} are asked again" if cached else
+             "without the cache every judgement is asked again")
+    lines.append(f"  redo them ({again}): {redo}")
+    return lines
+
+
+def preflight_judge_args(client, probe=None) -> None:
+    """The judge preflight (toolbench_adapter/evaluation/preflight.py) before any work: exit 2 with the fix."""
+    from toolbench_adapter.evaluation.preflight import PREFLIGHT_PROMPT, preflight_judge
+
+    preflight_judge(client, probe or (lambda: client.chat([{"role": "user", "content": PREFLIGHT_PROMPT}],
+                                                          temperature=0, max_tokens=16)))
+
+
+def prepare_judge_args(client, spec, mode: str, **options):
+    """The judge, checked before any work (preflight.prepare_judge): served, its mode settled by asking the
+    endpoint when auto, one request in its shape answered; exit 2 with the fix otherwise. Says which mode."""
+    import sys
+
+    from toolbench_adapter.evaluation.preflight import prepare_judge
+
+    judge = prepare_judge(client, spec, mode, **options)
+    print(f"judge mode: {judge.mode} ({judge.mode_choice})", file=sys.stderr)
+    return judge
 
 
 def add_judge_url(parser: argparse.ArgumentParser) -> None:
@@ -97,5 +174,7 @@ def judge_client_from_args(args: argparse.Namespace):
     from toolbench_adapter.evaluation.chat import build_chat_client
 
     options = {"accepts_prefill": True} if args.judge_prefill and args.judge_backend == "openai" else {}
+    if args.judge_backend == "openai":
+        options.update(judge_client_options(args))
     return build_chat_client(args.judge_backend, model=judge_model_from_args(args), base_url=judge_urls(args),
                              api_key=args.judge_api_key, **options)

@@ -16,7 +16,13 @@ rebuilt (open strings and brackets closed) when cutting the rebuilt answer again
 are exact at the default --max-observation-length only, and counted as reconstructed_truncated. Finish,
 status-1 calls and client-made errors are skipped and counted. Build one cache per run: two runs
 that recorded different answers for the same call conflict (the first read wins; the count is printed).
-Exits 2, writing nothing, when no file could be used, with each file's reason."""
+
+A file that cannot be used (not JSON, nested deeper than the parser follows, a node, message or call of
+the wrong shape, a function or tool name with '..' or '/', which never becomes a path, a query no query
+set holds) is refused with its path, field and reason; the other files are cached and the command exits 3
+with the count of refused files. Exits 2, writing nothing, when no file could be used."""
+
+EXIT_REFUSED_FILES = 3
 
 
 def register(subparsers) -> None:
@@ -43,7 +49,7 @@ def register(subparsers) -> None:
 
 def run_build(args: argparse.Namespace) -> int:
     from toolbench_adapter.fileio import check_writable
-    from toolbench_adapter.server.cache_build import build_cache
+    from toolbench_adapter.server.cache_build import build_cache, refusal_line
 
     check_writable(args.out)  # an unwritable --out is exit 2 before the answers are read
     report = build_cache(args.answers, args.stb_root, args.out, queries_file=args.queries)
@@ -51,5 +57,10 @@ def run_build(args: argparse.Namespace) -> int:
     refused = summary.pop("refused_files")
     print(json.dumps(summary, indent=2))
     for item in refused:  # files that were not used, each with its reason
-        print(f"refused {item['path']}: {item['reason']}: {item['message']}", file=sys.stderr)
+        print(f"refused {refusal_line(item)}", file=sys.stderr)
+    if refused:
+        counts = ", ".join(f"{reason} {n}" for reason, n in sorted(summary["skipped_files"].items()))
+        print(f"REFUSED {len(refused)} of {len(refused) + report.answer_files} answer files ({counts}): their "
+              f"calls are not in {args.out}", file=sys.stderr)
+        return EXIT_REFUSED_FILES
     return 0

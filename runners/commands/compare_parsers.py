@@ -5,20 +5,31 @@ from __future__ import annotations
 DESCRIPTION = """\
 Two questions, two inputs.
 
---input (fixed outputs): JSONL files of {"text": ...} records, StableToolBench answer files, or run folders
-(answer files found recursively). Every parser reads the same outputs: the share parsed into a call with
-dict arguments, counts per error kind and per JSON-ladder rung, median µs per parse; an agreement matrix
-(over the outputs where at least one of the two read a call); the outputs where variants disagree. Writes
-summary.md, CSVs and parsers.png into --out. openai-tools applies only to assistant messages (answer files).
+--input (fixed outputs): run folders written by `tba run` (every model call's raw output, from the run's step
+records: not only the calls an answer file keeps; a group folder or answer file inside a run reads the same
+records for that group or query), JSONL files of {"text": ...} records, StableToolBench answer files, or other
+folders (searched recursively; run folders below are read as runs). Every parser reads the same outputs: the
+share parsed into a call with dict arguments, counts per error kind and per JSON-ladder rung, median µs per
+parse; an agreement matrix (over the outputs where at least one of the two read a call); the outputs where
+variants disagree. Outputs from a run are also re-read by the parser the run used and checked against the
+error kind and JSON rung it recorded live ("live check"). Writes summary.md, CSVs and parsers.png into --out.
+openai-tools applies only to assistant messages (answer files, runs).
 
 --runs (how much the parser changes the score): judged run folders of the same queries that differ in their
 parser: a `tba run --parsers` set folder, or separate runs (each evaluated with `tba evaluate`). Prints a
-headline first ("P: +x.x points over BASELINE on n queries, 95% CI [a, b]"), then the pass rate per parser,
-the difference to the baseline (default: the dialect's default parser) with a paired bootstrap interval and
-an exact McNemar p-value, and the queries that flip with the step where the trajectories first diverge and
-what each parser made of it there. Writes summary.md, pass_rates.csv and flips.jsonl into --out.
+headline first ("P: +x.x points over BASELINE on n queries, 95% CI [a, b]"), then the pass rate per model and
+parser, the difference to the baseline (default: the dialect's default parser) with a paired bootstrap
+interval and an exact McNemar p-value, where the trajectories first diverge (the two calls there, names and
+arguments, then what each parser made of its step), and the queries that flip with the same. Writes
+summary.md, pass_rates.csv and flips.jsonl into --out.
 
-Parsers that read no call at all (their format does not apply to the input) are folded into one line."""
+Parsers that read no call at all (their format does not apply to the input) are folded into one line.
+
+Runs that share a parser and differ in their dialect, --constrain or --on-invalid (make compare-structured)
+are named by those settings instead; a table comes first: per run, the valid-call rate per model turn, valid
+answers, model calls, tokens and seconds per query, the pass rate and, against the upstream setting
+(--constrain off, --on-invalid observe; toolllama first), the paired 95% interval and the flips. runs.md and
+runs.csv hold it. --baseline then takes a run's name as printed."""
 
 
 def register(subparsers) -> None:
@@ -28,7 +39,8 @@ def register(subparsers) -> None:
         "compare-parsers", help="parser variants side by side: on the same outputs, or on judged runs",
         description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--input", nargs="+", metavar="PATH", help="JSONL files, answer files (.json) or run folders")
+    source.add_argument("--input", nargs="+", metavar="PATH",
+                        help="run folders (every recorded model output), JSONL files, answer files (.json) or folders")
     source.add_argument("--runs", nargs="+", metavar="RUN", help="judged run folders, or a tba run --parsers set folder")
     parser.add_argument("--parsers", default="all", metavar="all|a,b",
                         help="with --input: parsers to compare: all (default) or a comma list, e.g. "
@@ -36,6 +48,9 @@ def register(subparsers) -> None:
     parser.add_argument("--baseline", metavar="PARSER",
                         help="with --runs: the parser the others are compared with (default: the dialect's default)")
     parser.add_argument("--seed", type=int, default=0, help="with --runs: bootstrap seed (default 0)")
+    parser.add_argument("--judge-id", default=None, metavar="ID",
+                        help="with --runs: the evaluation to compare (its folder under RUN/eval). Default: the "
+                        "latest evaluation complete in every run; runs judged by different judges are refused")
     parser.add_argument("--out", required=True, metavar="DIR", help="folder for the report (created if missing)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     parser.set_defaults(func=run)
@@ -54,15 +69,30 @@ def run_on_runs(args) -> int:
     from toolbench_adapter.report.parser_runs import (
         compare_runs,
         expand_run_paths,
-        load_variant,
+        load_variants,
         text_lines,
         write_run_comparison,
     )
+    from toolbench_adapter.report.structured_runs import shares_a_parser
 
-    variants = [load_variant(path) for path in expand_run_paths(args.runs)]
+    variants = load_variants(expand_run_paths(args.runs), args.judge_id)  # one judge's labels for every run
+    if shares_a_parser(variants):  # runs that differ in dialect, --constrain or --on-invalid
+        return run_on_settings(variants, args)
     result = compare_runs(variants, args.baseline, seed=args.seed)
     written = write_run_comparison(result, args.out)
     print("\n".join(text_lines(result)))
+    print(f"wrote {len(written)} files to {args.out}")
+    return 0
+
+
+def run_on_settings(variants, args) -> int:
+    """Runs named by the settings they differ in (toolbench_adapter/report/structured_runs.py)."""
+    from toolbench_adapter.report.parser_runs import text_lines
+    from toolbench_adapter.report.structured_runs import compare, text_table, write
+
+    result, figures = compare(variants, args.baseline, seed=args.seed)
+    written = write(result, figures, args.out)
+    print("\n".join([*text_table(result, figures), "", *text_lines(result)]))
     print(f"wrote {len(written)} files to {args.out}")
     return 0
 
@@ -73,6 +103,7 @@ def run_on_outputs(args) -> int:
     from toolbench_adapter.report.parsers import (
         compare_parsers,
         inapplicable_line,
+        live_checks,
         resolve_parser_names,
         write_comparison,
     )
@@ -84,6 +115,9 @@ def run_on_outputs(args) -> int:
     if not outputs:
         raise InputError("no model outputs found in the inputs", field="--input",
                          fix="give JSONL with a \"text\" field, answer files or run folders")
+    from_runs = sum(output.recorded is not None for output in outputs)
+    print(f"{len(outputs)} model output{'' if len(outputs) == 1 else 's'}"
+          + (f" ({from_runs} from run step records)" if from_runs else ""))
     result = compare_parsers(outputs, names, progress=not args.no_progress)
     written = write_comparison(result, args.out, inputs=[str(p) for p in args.input])
     for name in result.matching_parsers():
@@ -92,5 +126,7 @@ def run_on_outputs(args) -> int:
               f"clean {s.errors.get('none', 0):>5}  median {s.median_us:7.1f} µs")
     if result.inapplicable_parsers():
         print(inapplicable_line(result))
+    for check in live_checks(result):
+        print(check.line())
     print(f"wrote {len(written)} files to {args.out}")
     return 0

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from collections import Counter
 
-from toolbench_adapter.answers.convert import ORDERS, convert_folder, methods_found, write_json_atomic
+from toolbench_adapter.answers.convert import ORDERS, Refused, convert_folder, methods_found, write_json_atomic
 from toolbench_adapter.errors import InputError
 from toolbench_adapter.fileio import check_output_file
 
@@ -13,7 +15,14 @@ Convert the raw answer files of one group folder ({qid}_{method}.json, both mess
 converted format {qid: {query, available_tools, answer}} that `tba judge` reads, as StableToolBench's
 convert_to_answer_format.py does. Invalid answers fall back to a random CoT try or a random walk of the
 DFS tree, with upstream's RNG (seed 42, drawn at every step of every file), so the file order matters:
-upstream read files in os.listdir order, recorded by the key order of its output (--order-from)."""
+upstream read files in os.listdir order, recorded by the key order of its output (--order-from).
+
+A file that cannot be converted (not JSON, nested deeper than the parser follows, a node, message or call
+of the wrong shape, no query id) is refused: its path, field and reason are printed, the other files are
+converted as if it were not there (the fallback RNG skips it), and the command exits 3 with the count of
+refused files. Exit 2, writing nothing, when no file could be converted or two files answer one query id."""
+
+EXIT_REFUSED_FILES = 3
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -39,8 +48,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     check_output_file(args.out)  # before any work: an unwritable --out is exit 2, not a traceback
+    refused: list[Refused] = []
     converted = convert_folder(args.answers, args.method, order=args.order, order_from=args.order_from,
-                               seed=args.seed)
+                               seed=args.seed, refused=refused)
+    if not converted and refused:
+        raise InputError(f"no answer file could be converted ({len(refused)} refused):\n"
+                         + "\n".join(f"  {item.reason}: {item.message}" for item in refused),
+                         path=", ".join(args.answers), fix="re-run the queries of these files, or pass other files")
     if not converted:  # never write an empty converted file: the judge would score nothing, silently
         found = methods_found(args.answers)
         raise InputError(f"no answer file name contains {args.method!r}", path=", ".join(args.answers),
@@ -50,4 +64,12 @@ def run(args: argparse.Namespace) -> int:
     write_json_atomic(converted, args.out, indent=args.indent)
     invalid = sum(1 for item in converted.values() if not item["answer"]["final_answer"])
     print(f"converted {len(converted)} answers ({invalid} with an empty final answer) -> {args.out}")
+    if refused:
+        for item in refused:
+            print(f"refused ({item.reason}) {item.message}", file=sys.stderr)
+        counts = Counter(item.reason for item in refused)
+        print(f"REFUSED {len(refused)} of {len(refused) + len(converted)} answer files ("
+              + ", ".join(f"{reason} {n}" for reason, n in sorted(counts.items()))
+              + f"): not in {args.out}, so not judged", file=sys.stderr)
+        return EXIT_REFUSED_FILES
     return 0

@@ -6,18 +6,28 @@ import argparse
 
 from toolbench_adapter.errors import InputError
 from toolbench_adapter.evaluation.evaluator import load_evaluator
-from toolbench_adapter.evaluation.judge import make_judge
 from toolbench_adapter.evaluation.preference import DEFAULT_SEED, prefer_files
 from toolbench_adapter.evaluation.run_judge import names_from_path
 
-from ._common import add_judge_flags, judge_client_from_args
+from ._common import (
+    JUDGE_FAILURES_EXIT,
+    add_judge_flags,
+    judge_client_from_args,
+    judge_failures_lines,
+    prepare_judge_args,
+    redo_command,
+)
 
 HELP = """\
 Solvable Win Rate judgements (StableToolBench eval_preference.py): for every test id and round
 (--evaluate-times), a missing reference answer gives the round to the output model and a missing output answer
 to the reference; otherwise both answers (cut as upstream cuts them) are shown in a seeded random order, each
 gets a pass-rate status, and exactly one Solved (else exactly one Unsure) wins; in every other case the judge's
-select_better_answer picks one. A round the judge cannot decide is a tie, reported as a judge error.
+select_better_answer picks one. The judge is checked before any work (it answers, serves --judge-model,
+answers one test request; else exit 2). A round the judge cannot decide (no verdict after the client's
+retries and --attempts) is recorded with its error; its query is left out of SoWR (never a tie) and
+counted; the command exits 3, writes no score file unless --score-anyway, and prints the command that redoes
+only those rounds (cached judgements are kept).
 Writes OUT/{group}_{ref}_{out}.json and .csv (upstream layout), .meta.json (every round's record) and
 OUT/scores_{group}_{ref}_{out}.json; prints SoWR upstream (ties 0) and corrected (ties half).
 Judgements share the cache of `tba judge`, so a second run makes no requests."""
@@ -52,20 +62,28 @@ def run(args: argparse.Namespace) -> int:
                          fix="pass --group NAME")
     client = judge_client_from_args(args)
     spec = load_evaluator(args.evaluator, args.evaluators_dir)
-    judge = make_judge(client, spec, args.judge_mode, attempts=args.attempts)
+    judge = prepare_judge_args(client, spec, args.judge_mode, attempts=args.attempts)
     outcome = prefer_files(args.ref, args.out_answers, judge, args.out, group=args.group or ref_group,
                            reference_model=args.ref_model or ref_model, output_model=args.output_model or out_model,
                            evaluate_times=args.evaluate_times, test_ids_dir=args.test_ids,
                            concurrency=args.concurrency, cache_path=None if args.no_cache else args.cache,
-                           seed=args.seed, progress=not args.no_progress)
+                           seed=args.seed, progress=not args.no_progress, score_anyway=args.score_anyway)
     run_ = outcome.run
     print(f"judge: {judge.name}; evaluator {spec.name} ({spec.path}); seed {args.seed}")
     print(f"{len(run_.prefer_dict)} queries x {args.evaluate_times} rounds: {run_.requests} requests, "
-          f"{run_.cache_hits} cached, {len(run_.errors)} judge errors (counted as ties)")
-    for error in run_.errors[:5]:
-        print(f"  judge error: {error}")
-    for row in outcome.rows:
-        print(f"SoWR {row.score.mode:<9} {row.group} {row.model} vs {row.reference}: {row.score.text(False)}  "
-              f"({row.score.ties} ties; {row.score.note})")
-    print(f"preferences: {outcome.preference_file}\nscores: {outcome.score_file}")
+          f"{run_.cache_hits} cached, {len(run_.errors)} rounds failed")
+    if outcome.score_file is not None:
+        for row in outcome.rows:
+            failed = f"; {row.score.errors} failed rounds, their queries left out" if row.score.errors else ""
+            print(f"SoWR {row.score.mode:<9} {row.group} {row.model} vs {row.reference}: {row.score.text(False)}  "
+                  f"({row.score.ties} ties; {row.score.note}{failed})")
+    print(f"preferences: {outcome.preference_file}" + (f"\nscores: {outcome.score_file}" if outcome.score_file
+                                                       else ""))
+    if run_.errors:
+        redo = redo_command(args, ["prefer", "--ref", args.ref, "--out-answers", args.out_answers, "--out", args.out])
+        rounds = len(run_.prefer_dict) * args.evaluate_times
+        samples = list(dict.fromkeys(error.split(": ", 1)[-1] for error in run_.errors))
+        print("\n".join(judge_failures_lines(len(run_.errors), rounds, samples, redo, unit="rounds", never="ties",
+                                             written=outcome.score_file is not None, cached=not args.no_cache)))
+        return JUDGE_FAILURES_EXIT
     return 0

@@ -22,6 +22,11 @@ final_answer_equal, compat_flags (those an older ToolBench DFSDT recording was r
 folder), differences (each with its kind: api_answered_differently, observation_not_replayable,
 function_list_differs, recording_truncated, action_differs, ...), and for a file not replayed its reason.
 
+A file that cannot be used is refused by name, with the field and the reason (not_json; too_deeply_nested:
+JSON nested deeper than the parser follows; malformed: a node, message or call of the wrong shape;
+unsafe_function_name: a function or tool name with '..' or '/', which never becomes a path; no_query_id,
+...), and the other files are replayed.
+
 Exit status: 0 when every input file was replayed; 3 when some were not (unreadable or unusable files,
 replay gaps: the per-reason counts are printed); 2 on bad input (nothing found, a bad --queries file)."""
 
@@ -54,6 +59,8 @@ def run(args: argparse.Namespace) -> int:
     if result.reasons:
         for line in result.lines:
             if line["reason"]:
-                print(f"not replayed {line['source']}: {line['reason']}: {line.get('message', '')}", file=sys.stderr)
+                field = f"field {line['field']}: " if line.get("field") else ""
+                print(f"not replayed {line['source']}: {line['reason']}: {field}{line.get('message', '')}",
+                      file=sys.stderr)
         return 3
     return 0

@@ -13,7 +13,9 @@ shows its trajectory: per model call the prompt sent (reconstructed from the ans
 dialect, folded), tokens and latency (where the run recorded them), each step's raw output and the
 parser's reading of it (thought, call, arguments, error kind, JSON rung) with the failing region
 highlighted, each tool call's status code, HTTP status, reply kind, attempts and latency, the observation,
-the final answer and the judge labels with their reasons. Previous / next buttons and the keys j / k
+the final answer and the judge labels with their reasons. The labels are one evaluation's (tba evaluate keeps
+each judge's apart): the latest complete one unless --judge-id names another; the first screen names it, warns
+when a later evaluation failed (it replaced nothing) and when the run's own model judged it (self-judged). Previous / next buttons and the keys j / k
 (or the arrow keys) walk the filtered list; Esc closes. Set-up details (manifest, leaderboard, error
 taxonomy with links to the queries behind each count, figures) fold below; a figure with one bar is left
 out.
@@ -46,6 +48,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--parser", default=None,
                         help="parser used to re-read raw outputs (default: the one in each run's manifest)")
     parser.add_argument("--title", default=None, help="page title (default: from the run names)")
+    parser.add_argument("--judge-id", default=None, metavar="ID",
+                        help="the evaluation to show (its folder under RUN/eval; a unique start is enough). Default: "
+                        "the latest complete one (tba evaluate keeps each judge's apart); none complete: the latest")
     parser.set_defaults(func=run)
 
 
@@ -63,7 +68,8 @@ def run(args: argparse.Namespace) -> int:
     if args.run_dir is None or args.out is None:
         raise InputError("nothing to report", field="RUN_DIR / --out",
                          fix="tba report RUN_DIR --out report.html, or tba report --index DIR")
-    path = write_report([args.run_dir, *args.compare], args.out, parser=args.parser, title=args.title)
+    path = write_report([args.run_dir, *args.compare], args.out, parser=args.parser, title=args.title,
+                        judge_id=args.judge_id)
     size = path.stat().st_size
     print(f"written: {path} ({size / 1e6:.2f} MB); open it in a browser")
     return 0

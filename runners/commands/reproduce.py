@@ -9,6 +9,7 @@ from toolbench_adapter.errors import InputError
 from toolbench_adapter.evaluation import published
 from toolbench_adapter.evaluation.labelsets import LAYOUTS
 from toolbench_adapter.evaluation.reproduce import (
+    check_matches,
     compare_published,
     default_test_ids,
     parse_matches,
@@ -16,6 +17,7 @@ from toolbench_adapter.evaluation.reproduce import (
     report_text,
     reproduce_example,
     reproduce_labels,
+    unpaired_fix,
 )
 from toolbench_adapter.evaluation.results import write_score_file
 from toolbench_adapter.report.tables import build_leaderboards, to_markdown
@@ -33,12 +35,22 @@ G1_instruction. --labels DIR...: any label set, laid out as
   {LAYOUTS[1]}
   {LAYOUTS[2]}
 
---published FILE|stb|toolbench|all: a published table (Markdown or CSV; rows = models, columns = groups and
-Average, cells mean±std) compared cell by cell: published, reproduced, difference, and exact / within
-rounding (at most one unit of the last printed digit) / differs, with "K of M published cells reproduced
-exactly". stb = StableToolBench's README tables (GPT-based cache SoPR/SoWR, MirrorAPI-Cache SoPR/FAC,
-legacy ToolLLaMA rows), toolbench = ToolBench's leaderboard CSVs; both ship with the project with the file
-and commit they come from. Every published Average is checked against its own six cells.
+--published FILE|FILE#N|stb|toolbench|all: published tables compared cell by cell: published, reproduced,
+difference, and exact / within rounding (at most one unit of the last printed digit) / differs, with "K of M
+published cells reproduced exactly, W within rounding, D differ, U without labels, E not reported" per table. A
+FILE is read as the paper prints it: Markdown (bold, italics, code, links, footnote marks such as †, *, ^a
+taken off), LaTeX tabular (\\textbf, \\underline, $\\pm$, \\multirow, \\multicolumn spans, rules) or
+CSV / TSV; every table in it is read (FILE#N picks table N), each with its metric from its own column headers,
+a section row, its caption or the heading above it (say which with --published-metric N=SoWR when none
+does). Rows are named by their leading text cells joined ("ToolLLaMA-2-7b-v2 / DFSDT / StepTool"); "/", "-",
+"–", "N/A" cells are "not reported"; a header that places nowhere is named in the output. Rows and models
+that do not pair up are printed side by side with their closest candidates and a ready --match line. stb =
+StableToolBench's README tables (GPT-based cache SoPR/SoWR, MirrorAPI-Cache SoPR/FAC, legacy ToolLLaMA rows),
+toolbench = ToolBench's leaderboard CSVs; both ship with the project with the file and commit they come from.
+Every published Average is checked against its own six cells: the mean (from the six rounded cells, or only
+within rounding: unrounded values), and its ± apart (mean of the cell stds, std of the per-group means, or
+std over repeats of the average; "mean follows, ± differs" is not a wrong Average).
+Exit 0 when cells differ (a finding); 2 when a file holds no readable table or no row pairs with a model.
 --check-only: only that Average check, no labels needed."""
 
 
@@ -55,13 +67,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "for --labels)")
     parser.add_argument("--evaluate-times", type=int, default=None,
                         help="repeats to score (default: the highest repeat index in the labels + 1)")
-    parser.add_argument("--published", action="append", default=[], metavar="FILE|stb|toolbench|all",
-                        help="published table(s) to compare with (repeatable)")
-    parser.add_argument("--published-metric", choices=["SoPR", "SoWR", "FAC"], default=None,
-                        help="metric of a published FILE (default: SoPR when its cells carry ±, else SoWR)")
+    parser.add_argument("--published", action="append", default=[], metavar="FILE|FILE#N|stb|toolbench|all",
+                        help="published tables to compare with (repeatable): a Markdown / LaTeX / CSV / TSV file "
+                        "as the paper prints it (every table in it; FILE#N for its table N) or a shipped set / id")
+    parser.add_argument("--published-metric", action="append", default=[], metavar="[[FILE#]N=]METRIC",
+                        help="metric (SoPR, SoWR, FAC; 'pass rate', 'win rate') of every table of the --published "
+                        "files, or of table N (N=SoWR; FILE#N=SoWR for one file's); repeatable (default: from the "
+                        "table's headers, section rows, caption or heading; else SoPR when its cells carry ±)")
     parser.add_argument("--match", action="append", default=[], metavar="'PUBLISHED ROW=MODEL'",
-                        help="pair a published row with a reproduced model (default: equal names up to case "
-                        "and punctuation; the released example pairs GPT-3.5-Turbo-0613 CoT/DFS)")
+                        help="pair a published row with a reproduced model, both compared up to case, spaces and "
+                        "punctuation (default: equal names so compared, or the same name words in another order; "
+                        "the released example pairs GPT-3.5-Turbo-0613 CoT/DFS)")
     parser.add_argument("--check-only", action="store_true",
                         help="only check each published Average against its own cells (needs --published)")
     parser.add_argument("--leaderboard", action="store_true",
@@ -71,11 +87,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    tables = [t for spec in args.published for t in published.load_published(spec, args.published_metric)]
+    tables = published.load_all(args.published, args.published_metric)
     if args.check_only:
         if not tables:
             raise InputError("--check-only checks published tables", field="--published",
                              fix="add --published stb (or a Markdown / CSV file)")
+        print(published.readings_text(tables), end="")
         print(published.averages_text(tables), end="")
         return 0
     root = args.stb_root or os.environ.get("TBA_STB_ROOT")
@@ -89,18 +106,20 @@ def run(args: argparse.Namespace) -> int:
         result = reproduce_example(root, args.test_ids)
     if not result.rows:
         raise InputError("the label files hold no labels", path=", ".join(map(str, result.sources)))
-    comparisons = compare_published(result, tables, parse_matches(args.match)) if tables else []
+    matches = parse_matches(args.match)
+    check_matches(matches, tables, result)
+    comparisons = compare_published(result, tables, matches) if tables else []
     if tables and not any(cell.line is not None for c in comparisons for cell in c.cells):
-        models = sorted({line.model for board in result.boards() for line in board.lines})
-        raise InputError("no published row matches a reproduced model, so nothing would be compared",
-                         field="--match", fix=f"pair them, e.g. --match '{tables[0].rows[0].name}={models[0]}' "
-                         f"(reproduced models: {', '.join(models)})")
+        raise InputError("no published row pairs with a reproduced model, so nothing would be compared",
+                         field="--match", fix=unpaired_fix(comparisons, result))
     print(report_text(result), end="")
     if tables:
         print()
         print(published_text(comparisons), end="")
-        print()
-        print(published.averages_text(tables, only_flagged=True), end="")
+        averages = published.averages_text(tables, only_flagged=True)
+        if averages:
+            print()
+            print(averages, end="")
     if args.leaderboard:
         for board in build_leaderboards(result.rows):
             print()

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shlex
+import sys
 from dataclasses import fields
 
 from toolbench_adapter.errors import InputError
+from toolbench_adapter.evaluation.counts import glossary
 from toolbench_adapter.fileio import check_writable
+from toolbench_adapter.structured.describe import policy_text, turns_text
 
 from ..config import RunConfig, load_yaml
 from ._common import parse_options
@@ -23,23 +28,26 @@ A run folder results/runs/NAME holds {group}/{query_id}_{method}.json (upstream 
 manifest.json, steps.jsonl (one line per environment step: parse error kind, JSON rung, status code, and
 for tool calls the reply kind, HTTP status, attempts and latency), queries.jsonl (outcome, tokens, latency
 per query), errors.jsonl and failed/. Re-running the same command resumes: finished queries are skipped.
-Ctrl-C lets the queries in flight finish and starts no other (a rerun goes on from there).
+Ctrl-C lets the queries in flight finish and starts no other (a rerun goes on from there); a second Ctrl-C
+stops at once (the queries in flight are then not finished: the rerun redoes them). A run folder holds one
+model, method and set of settings (another is refused, exit 2, also when the model comes from the endpoint),
+and one command at a time: a second command on the same --name exits 2 naming the one that holds it (a lock
+left by a killed command is taken over).
 
 Each query ends either finished (the model's own success or failure; its answer file is written) or as an
 infrastructure failure: model_endpoint (the model endpoint gave up after its retries), tool_server (a tool
 call's reply was a timeout, reset, 5xx, cut or non-JSON body after the client's retries), replay_gap (the
-replay backend had no recorded turn) or harness_error (a Python exception). An infrastructure failure
+replay backend had no recorded turn) or harness_error (a Python exception), and a malformed reply from the
+model endpoint is a model_endpoint failure naming the endpoint. A request the endpoint refuses as longer
+than the model's context is the model's limit, not a failure: that chain ends there (as upstream's), the
+query finishes, and the summary counts it (context length). An infrastructure failure
 stops that query at once, writes no answer file (its partial tree goes to failed/{group}/, a line to
 errors.jsonl), and is redone by re-running the same command. After 10 such queries in a row
 (--stop-after-infra-failures) no more are started: the rest are recorded as not started.
 
-The summary at the end counts, over the whole run folder:
-  finished  queries that ran to their end (the model's success or failure)
-  valid     finished queries whose answer file upstream's converter keeps (valid_data: a final answer, or
-            for DFSDT a give-up chosen as upstream does)
-  answered  valid queries whose final answer is a give_answer (upstream's pass-rate denominator)
-  win       queries whose search reached Finish with give_answer (upstream's "win" flag: not a judged
-            pass; tba evaluate RUN judges them)
+The summary at the end counts, over the whole run folder (the same words and numbers as --json, the
+manifest's totals, the error taxonomy and tba report):
+@@COUNTS@@
 --json prints the same totals as one JSON object instead.
 
 Exit status: 0 every query finished; 2 bad input (nothing run); 3 the run folder holds infrastructure
@@ -58,6 +66,7 @@ each request goes to the endpoint with the fewest in flight, one that fails at t
 out for a while and its request sent to another, and the manifest counts what each endpoint served and how
 each failed (sessions[-1].endpoints). --executor ray runs the queries on Ray worker processes (a cluster
 at --ray-address, or a local one): the same files, the driver keeps the progress bar, manifest and resume."""
+EPILOG = EPILOG.replace("@@COUNTS@@", glossary())
 
 
 def register(subparsers) -> None:
@@ -115,6 +124,16 @@ def register(subparsers) -> None:
                    "(pip install -e '.[ray]')")
     p.add_argument("--ray-address", help="executor ray: the cluster to join, e.g. auto or ray://head:10001 "
                    "(default: start a local one)")
+    p.add_argument("--constrain", choices=("off", "schema"),
+                   help="structured output, not upstream: schema = constrained decoding, the model can only write the "
+                   "dialect's format with a listed function and arguments that fit its schema (a grammar per query: "
+                   "hf through xgrammar, vLLM's structured outputs, OpenAI's response_format for json-object); "
+                   "a backend that cannot constrain is refused before any query (default: off)")
+    p.add_argument("--on-invalid", metavar="observe|reask:N",
+                   help="a reply with no call, an unknown function or arguments that break the schema: observe "
+                   "(default, upstream: the environment answers it) or reask:N (not upstream: the reply is discarded "
+                   "and the model asked again, at most N times, with a message naming what was wrong and the format "
+                   "expected; then observe). Every call is checked either way: steps.jsonl records its violations")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the totals as one JSON object, not as lines")
     p.set_defaults(func=run)
@@ -147,12 +166,14 @@ def run(args) -> int:
                              fix="leave --executor out, or run each parser as its own run")
         from ..fanout import command
 
-        return command(cfg, args.parsers, progress=not args.quiet, redo=redo, as_json=args.json)
+        with stopping_now_exits(redo):
+            return command(cfg, args.parsers, progress=not args.quiet, redo=redo, as_json=args.json)
     try:
         runner = Runner(cfg, progress=not args.quiet, command=redo)
     except (ValueError, TypeError) as exc:
         raise InputError(str(exc), fix="check --dialect-option / --backend-option names and values") from None
-    manifest = runner.run()
+    with stopping_now_exits(redo):
+        manifest = runner.run()
     totals = manifest["totals"]
     if args.json:
         print(json.dumps({"run": str(cfg.run_dir), **totals, "redo": redo if totals["infra_failures"] else None},
@@ -163,6 +184,29 @@ def run(args) -> int:
 
 
 EXIT_INFRA_FAILURES = 3
+EXIT_INTERRUPTED = 130  # as the shell reports a command ended by Ctrl-C
+
+
+@contextlib.contextmanager
+def stopping_now_exits(redo: str):
+    """Ctrl-C: say how to go on. A second Ctrl-C (StopNow, the manifest already written) ends the process at once:
+    a normal exit would wait for the worker threads still in their model or tool calls."""
+    from ..interrupt import StopNow
+
+    try:
+        yield
+    except StopNow as stop:
+        unfinished = getattr(stop, "in_flight", [])
+        print(f"tba run: stopped now; {len(unfinished)} queries in flight were not finished "
+              f"({', '.join(unfinished[:5])}{', ...' if len(unfinished) > 5 else ''}); rerunning the same command "
+              f"redoes them and skips the finished ones: {redo}", file=sys.stderr)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(EXIT_INTERRUPTED)
+    except KeyboardInterrupt:
+        print(f"tba run: interrupted; the finished queries are kept, rerunning the same command goes on: {redo}",
+              file=sys.stderr)
+        raise
 
 
 def summary_lines(manifest: dict, run_dir: str, redo: str) -> list[str]:
@@ -182,6 +226,13 @@ def summary_lines(manifest: dict, run_dir: str, redo: str) -> list[str]:
         lines.append(f"  redo them (finished queries are skipped): {redo}")
     else:
         lines.append("  infrastructure failures 0")
+    if totals.get("context_length"):
+        lines.append(f"  context length {totals['context_length']}: finished queries in which the model endpoint "
+                     "refused a request as longer than the model's context (the chain ended there, as upstream's "
+                     "does; steps.jsonl error context_length)")
+    turns = turns_text(totals)  # every call checked against the function list (toolbench_adapter/structured/)
+    if turns:
+        lines.append(f"  {turns} ({policy_text(manifest.get('config'))}; steps.jsonl: violations)")
     lines += [f"  files: {run_dir}/{{group}}/{{query_id}}_{{method}}.json, manifest.json, steps.jsonl, queries.jsonl",
               f"  next: tba evaluate {shlex.quote(run_dir)}" + (" (after the redo, or with --score-anyway)"
                                                                if failures else "")]

@@ -9,12 +9,24 @@ import sys
 from toolbench_adapter.compat import Compat
 from toolbench_adapter.errors import InputError
 from toolbench_adapter.protocol.server import DEFAULT_PORT, VIRTUAL_PATH
+from toolbench_adapter.server.limits import (
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_READ_TIMEOUT_S,
+    KEEP_ALIVE_S,
+    ConnectionLimits,
+)
 
 HELP = """\
 Serve POST /virtual (StableToolBench's request format) from a response cache in the upstream layout
 ({category}/{tool}_for_{category}/{api}.json); a cache miss goes to a simulator. Also GET /health and
 GET /stats (hits, misses, latency percentiles by source). Binds to 127.0.0.1 unless --host says otherwise.
-Simulated entries are marked in <cache>/_simulated/ (same layout); see toolbench_adapter/server/cache.py."""
+Simulated entries are marked in <cache>/_simulated/ (same layout); see toolbench_adapter/server/cache.py.
+Several servers may share one --cache folder (e.g. one per node): each write merges with what the others saved.
+
+Connection limits keep /health answering when clients misbehave (half-open sockets, a request sent a byte at
+a time): a request's head, then its body, must arrive within --read-timeout; past --max-connections the
+connection idle longest is closed (503 when all are busy); the cap is kept below the open-file limit, which
+is raised to its hard limit at start. /health shows the counts (connections)."""
 
 
 def register(subparsers) -> None:
@@ -41,6 +53,13 @@ def register(subparsers) -> None:
                         help="stb: simulated answers also go into the main cache files, as upstream does (still "
                         "marked in _simulated/); strict: only into _simulated/")
     parser.add_argument("--max-body-bytes", type=int, default=None, help="largest request body accepted (default 1 MiB)")
+    parser.add_argument("--max-connections", type=int, default=DEFAULT_MAX_CONNECTIONS, metavar="N",
+                        help=f"open connections at most (default {DEFAULT_MAX_CONNECTIONS}, lowered to fit the "
+                        "open-file limit); one more closes the one idle longest, or is answered 503 when all are busy")
+    parser.add_argument("--read-timeout", type=float, default=DEFAULT_READ_TIMEOUT_S, metavar="S",
+                        help=f"seconds a client has to send a request's head, then its body (default "
+                        f"{DEFAULT_READ_TIMEOUT_S:g}); slower connections are closed. Idle keep-alive connections "
+                        f"close after {KEEP_ALIVE_S} s")
     parser.add_argument("--llm-base-url", default=None,
                         help="llm/mirrorapi: OpenAI-compatible base URL (default http://127.0.0.1:12345/v1)")
     parser.add_argument("--llm-model", default=None, help="llm/mirrorapi: model name as the endpoint knows it")
@@ -60,6 +79,11 @@ def run(args: argparse.Namespace) -> int:
     from toolbench_adapter.server.runner import bind, serve_forever, url_of
     from toolbench_adapter.server.simulators import SimulatorOptions
 
+    try:
+        limits = ConnectionLimits(max_connections=args.max_connections, read_timeout_s=args.read_timeout)
+    except ValueError as exc:
+        raise InputError(str(exc), field="--max-connections / --read-timeout",
+                         fix="pass a positive number") from None
     if args.mirror_system_prompt and not os.path.isfile(args.mirror_system_prompt):
         raise InputError("system prompt file not found", path=args.mirror_system_prompt,
                          fix="save upstream's SFT_SYSTEM text to a file and pass its path")
@@ -80,6 +104,6 @@ def run(args: argparse.Namespace) -> int:
                          fix="choose another port, or --port 0 for a free one") from None
     print(f"serving {url_of(sock)}{VIRTUAL_PATH} (simulator {server.simulator.name}, "
           f"{server.cache.file_count} cache files, {len(server.catalog)} known apis)", flush=True)
-    serve_forever(create_app(server, config.max_body_bytes), sock, args.log_level)
+    serve_forever(create_app(server, config.max_body_bytes), sock, args.log_level, limits)
     print("stopped", file=sys.stderr)
     return 0

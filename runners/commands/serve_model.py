@@ -26,16 +26,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="model id clients must send (default: the model's name, e.g. SmolLM2-135M-Instruct)")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, this machine only)")
     parser.add_argument("--port", type=int, default=8000, help="port (default: 8000; 0 picks a free one and prints it)")
+    parser.add_argument("--max-body-bytes", type=int, default=8 << 20, metavar="N",
+                        help="largest request body accepted (default 8 MiB); a larger one is answered 413. A body "
+                        "that is not JSON or has a field of the wrong type is answered 400 naming the field")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from runners.openai_server import serve_forever
+    from toolbench_adapter.errors import InputError
+
+    if args.max_body_bytes < 1:
+        raise InputError(f"--max-body-bytes must be positive (got {args.max_body_bytes})", field="--max-body-bytes")
 
     options = {"model": args.model}
     if args.base_url:
         options["base_url"] = args.base_url
     backend = BACKENDS.get(args.backend)(**options)
     backend.preflight()  # a bad model fails here, with its message, before the port opens
-    serve_forever(backend, host=args.host, port=args.port, served_name=args.served_name)
+    serve_forever(backend, host=args.host, port=args.port, served_name=args.served_name,
+                  max_body_bytes=args.max_body_bytes)
     return 0

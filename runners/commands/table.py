@@ -6,23 +6,42 @@ import argparse
 from pathlib import Path
 
 from toolbench_adapter.errors import InputError
-from toolbench_adapter.evaluation.results import is_score_file, read_score_file, rows_from_labels
+from toolbench_adapter.evaluation.counts import run_counts
+from toolbench_adapter.evaluation.evaluations import choose_evaluation, describe_choice, refuse_mixed
+from toolbench_adapter.evaluation.results import (
+    is_score_file,
+    read_score_file,
+    rows_from_label_file,
+    rows_from_labels,
+)
 from toolbench_adapter.evaluation.storage import write_text_atomic
 from toolbench_adapter.report import tables, taxonomy
+
+from ._common import JUDGE_FAILURES_EXIT
 
 HELP = """\
 Build leaderboards in the StableToolBench README layout: rows = model (method), columns I1 Inst, I1 Cat,
 I1 Tool, I2 Cat, I2 Inst, I3 Inst, Average; cells mean±std (one decimal); Average = mean of the group means ±
 mean of the group stds, as upstream. One table per metric and scoring mode (SoPR upstream/strict, SoWR
 upstream/corrected), captioned with the judge. Written as OUT/leaderboard_<metric>_<mode>.{md,csv,tex,png}.
+Each row's footnote gives its n per cell (upstream: queries judged; strict: test ids with an answer of the
+test set) and how many cells its Average averages. A cell over zero queries (nothing judged, no verdict, no
+test ids) has no score: "–" (CSV: empty, with its n column 0; LaTeX: "--"; no bar), a footnote says why, and
+the Average leaves it out.
 
 RESULTS may be, in any mix:
   score files      written by `tba score --out`, `tba judge` (scores_*.json) or `tba reproduce --out`;
   label files or folders   {group}_{model}.json/.csv pass-rate labels or {group}_{ref}_{out} preference
                    files (upstream or ours), scored on the fly (add --test-ids for strict SoPR);
-  run folders      folders written by `tba run` (they hold steps.jsonl): an error-taxonomy table per run,
-                   OUT/taxonomy_<run>.{md,csv}: status codes and parse error kinds per group, and answer
-                   counts (queries, answered, valid)."""
+  run folders      folders written by `tba run` (they hold steps.jsonl): the leaderboard row of the run's
+                   latest complete evaluation (tba evaluate keeps each judge's apart under RUN/eval/ID;
+                   --judge-id ID shows another; the line above the tables names it and the others), and an
+                   error-taxonomy table per run, OUT/taxonomy_<run>.{md,csv}: status codes and parse error
+                   kinds per group, and the run summary's counts (queries, finished, infra failures, valid,
+                   answered, win). A run whose evaluations all failed gets no row: exit 3 with the command
+                   that redoes its failed judgements.
+A row whose score left failed judgements out (a score file written with --score-anyway) is marked † with
+a footnote; a row judged by the run's own model (tba evaluate --judge-self) reads "(self-judged)"."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -32,6 +51,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", default="results/tables", metavar="DIR", help="output folder (default results/tables)")
     parser.add_argument("--test-ids", default=None, metavar="DIR", help="test-id folder for strict SoPR of label files")
     parser.add_argument("--no-png", action="store_true", help="skip the bar charts")
+    parser.add_argument("--judge-id", default=None, metavar="ID",
+                        help="run folders: the evaluation to tabulate (its folder under RUN/eval; a unique start is "
+                        "enough). Default: the run's latest complete evaluation")
     parser.add_argument("--model-label", action="append", default=[], metavar="LABEL | OLD=NEW",
                         help="row name: LABEL renames the one model in RESULTS; OLD=NEW renames model OLD "
                         "(repeatable). Rows are named after the run (tba evaluate) or the label file's model")
@@ -39,19 +61,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    rows, runs = [], []
+    rows, runs, counts, unfinished = [], [], {}, []
     for item in map(Path, args.results):
         if item.is_dir() and (item / taxonomy.STEPS_FILE).exists():
             runs.append(item)
+            found = run_rows(item, args.judge_id, unfinished)
+            rows.extend(found)
+            counts.update({row.model: run_counts(item) for row in found})
         elif is_score_file(item):
             rows.extend(read_score_file(item))
         elif item.exists():
+            refuse_mixed(item)  # two judges' labels in one folder would make one row of both
             rows.extend(rows_from_labels([item], args.test_ids))
         else:
             raise InputError("no such file or folder", path=item)
-    rows = relabel(rows, args.model_label)
+    renamed = relabel(rows, args.model_label)
+    counts = {new.model: counts[old.model] for old, new in zip(rows, renamed, strict=True) if old.model in counts}
+    rows = renamed
     out = Path(args.out)
-    for board in tables.build_leaderboards(rows):
+    for board in tables.build_leaderboards(rows, counts=counts):
         written = tables.write_leaderboard(board, out, png=not args.no_png)
         print(tables.to_markdown(board))
         print("written: " + ", ".join(str(p) for p in written) + "\n")
@@ -64,7 +92,26 @@ def run(args: argparse.Namespace) -> int:
         print(f"written: {stem}.md, {stem}.csv\n")
     if not rows and not runs:
         raise InputError("no scores, labels or runs found in RESULTS", fix="see `tba table --help`")
-    return 0
+    for run_dir, record in unfinished:
+        print(f"{run_dir}: no leaderboard: no complete evaluation; the latest, {record.summary()}, has judgements "
+              f"without a verdict. Redo them (cached verdicts are kept): {record.data.get('command') or 'tba evaluate ' + str(run_dir)}")
+    return JUDGE_FAILURES_EXIT if unfinished else 0
+
+
+def run_rows(run_dir: Path, judge_id: str | None, unfinished: list) -> list:
+    """The score rows of a run folder's evaluation: ``judge_id``'s, else the latest complete one (evaluations.py),
+    named on stdout with the others; a run whose evaluations all failed joins ``unfinished``."""
+    chosen, records = choose_evaluation(run_dir, judge_id)
+    print(f"{run_dir}: {describe_choice(chosen, records)}")
+    if chosen is None:
+        if records:
+            unfinished.append((run_dir, records[-1]))
+        return []
+    scores = [path for path in chosen.score_files() if is_score_file(path)]
+    if scores:
+        return [row for path in scores for row in read_score_file(path)]
+    # a failed evaluation chosen by --judge-id wrote no score file: its labels, failed judgements left out (†)
+    return [row for path in chosen.label_files() if path.suffix == ".json" for row in rows_from_label_file(path)]
 
 
 def relabel(rows: list, labels: list[str]) -> list:

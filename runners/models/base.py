@@ -4,7 +4,8 @@ A backend gets a ModelRequest (a rendered text prompt for completion-style diale
 plus native tools for chat dialects) and returns a Completion. Backends retry 429/5xx themselves and
 never raise for a model-side failure after retries: they return a Completion with ``error`` set, and
 ``error_kind`` when the failure is the infrastructure's (the run then records the query as an infrastructure
-failure and writes no answer file, so a rerun redoes it) rather than the model's own.
+failure and writes no answer file, so a rerun redoes it) rather than the model's own, or ``CONTEXT_LENGTH``
+when the request is longer than the model takes (the chain ends there; the query finishes).
 
 A backend may declare ``natural_dialect``: the dialect whose parser reads what it answers (scripted: native
 tool calls, "openai-tools"). The runner uses it when --dialect is not given and refuses a parser that cannot
@@ -43,7 +44,8 @@ class Completion:
     latency_s: float = 0.0
     finish_reason: str | None = None
     error: str | None = None  # set when the backend gave up after retries
-    error_kind: str | None = None  # MODEL_ENDPOINT or REPLAY_GAP: an infrastructure failure, not the model's
+    # MODEL_ENDPOINT or REPLAY_GAP: an infrastructure failure, not the model's; CONTEXT_LENGTH: the model's limit
+    error_kind: str | None = None
     raw: Any = None
 
     @property
@@ -60,6 +62,10 @@ class Completion:
 
 MODEL_ENDPOINT = "model_endpoint"  # the endpoint gave up after its retries, or answered something unusable
 REPLAY_GAP = "replay_gap"  # the replay backend has no recorded turn for the request
+# the endpoint refused the request as longer than the model's context (vLLM, OpenAI: HTTP 400; hf: more tokens
+# than the model's positions): the model's own limit, which no rerun changes, so not an infrastructure failure:
+# the chain ends there as upstream's does at an LLM error, and the query finishes
+CONTEXT_LENGTH = "context_length"
 
 
 def natural_dialect(backend: object) -> str | None:

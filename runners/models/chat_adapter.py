@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from toolbench_adapter.errors import InputError
 from toolbench_adapter.evaluation.chat import ChatError
 
@@ -37,12 +39,20 @@ class BackendChatClient:
         # a local model continues a reply we start (the hf backend honours extra["prefill"]); endpoints do not
         self.accepts_prefill = getattr(backend, "name", None) == "hf"
 
+    def constraint_support(self, kind: str) -> str | None:
+        """None when the backend can constrain a reply of this kind; else why not."""
+        support = getattr(self.backend, "constraint_support", None)
+        return support(kind) if support is not None else f"the {self.backend.name} backend cannot constrain"
+
     def chat(self, messages: list[dict], *, tools: list[dict] | None = None, tool_choice: dict | None = None,
              temperature: float | None = None, max_tokens: int | None = None, prefill: str | None = None,
-             stop: list[str] | None = None) -> dict:
-        """``prefill`` (local models only: see accepts_prefill) starts the reply; it is part of the content."""
+             stop: list[str] | None = None, constraint: Any = None) -> dict:
+        """``prefill`` (local models only: see accepts_prefill) starts the reply; it is part of the content.
+        ``constraint`` (--judge-constrain): the reply's grammar, for a backend that can constrain (hf)."""
         use_tools = self.supports_tools and bool(tools)
         extra = {"tool_choice": tool_choice} if use_tools and tool_choice is not None else {}
+        if constraint is not None:
+            extra["constraint"] = constraint
         if prefill and self.accepts_prefill:
             extra["prefill"] = prefill
         request = ModelRequest(

@@ -14,8 +14,8 @@ import time
 
 from toolbench_adapter.protocol.react import HF_PROMPT_TOKEN_LIMIT
 
-from . import local_model
-from .base import MODEL_ENDPOINT, Completion, ModelRequest, backend_option, reject_unknown_options
+from . import constrain, local_model
+from .base import CONTEXT_LENGTH, MODEL_ENDPOINT, Completion, ModelRequest, backend_option, reject_unknown_options
 
 
 def cut_at_stop(text: str, stops: list[str]) -> tuple[str, bool]:
@@ -50,6 +50,12 @@ def default_threads() -> int:
 def chat_safe(messages: list[dict]) -> list[dict]:
     """Copies a chat template can render: None content (assistant turns that only called) becomes ""."""
     return [{**m, "content": m.get("content") or ""} for m in messages]
+
+
+def context_positions(model) -> int | None:
+    """How many tokens the model can attend to (prompt and output together), from its config; None: unknown."""
+    value = getattr(getattr(model, "config", None), "max_position_embeddings", None)
+    return value if isinstance(value, int) and value > 0 else None
 
 
 # one model per process, so one generate at a time across every HFBackend instance
@@ -90,6 +96,10 @@ class HFBackend:
             torch.set_num_threads(self.threads)  # process-wide, like the model itself
         return loaded
 
+    def constraint_support(self, dialect: str) -> str | None:
+        """None: --constrain schema works here (an xgrammar logits processor); else why not."""
+        return constrain.hf_support()
+
     def preflight(self) -> None:
         self._loaded()  # converts/loads now, so a broken model fails before any query
 
@@ -122,14 +132,25 @@ class HFBackend:
                 encoded = tokenizer(prompt, return_tensors="pt", add_special_tokens=request.messages is None)
                 input_ids = encoded["input_ids"][:, -self.prompt_token_limit:]  # left-truncate, as upstream
                 prompt_length = input_ids.shape[1]
+                positions = context_positions(model)
+                if positions is not None and prompt_length >= positions:  # what vLLM refuses with a 400
+                    return Completion(
+                        error=f"{self.name}: the prompt ({prompt_length} tokens after truncation to "
+                        f"prompt_token_limit {self.prompt_token_limit}) is longer than the model's context "
+                        f"({positions} positions)", error_kind=CONTEXT_LENGTH, prompt_tokens=prompt_length,
+                        latency_s=time.perf_counter() - start)
+                # generation stops at the model's last position (beyond it a model fails or produces noise)
+                max_new_tokens = min(request.max_tokens, positions - prompt_length) if positions else request.max_tokens
                 stops = list(request.stop)
                 output = model.generate(
                     input_ids=input_ids,
                     attention_mask=encoded["attention_mask"][:, -self.prompt_token_limit:],
-                    max_new_tokens=request.max_tokens,
+                    max_new_tokens=max_new_tokens,
                     min_new_tokens=1,  # upstream force_generate: no empty answer at step 0
                     do_sample=False,
                     stopping_criteria=[_stop_criteria(tokenizer, prompt_length, stops)] if stops else None,
+                    # --constrain schema: an xgrammar logits processor for the reply's grammar (constrain.py)
+                    logits_processor=constrain.hf_logits_processors(request.extra.get("constraint"), model, tokenizer),
                     pad_token_id=tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id,
                 )
                 generated = output[0, prompt_length:]
@@ -139,7 +160,7 @@ class HFBackend:
                               latency_s=time.perf_counter() - start)
         text, stopped = cut_at_stop(decoded, stops)
         ended = len(generated) > 0 and int(generated[-1]) == tokenizer.eos_token_id
-        finish = "stop" if stopped or ended or len(generated) < request.max_tokens else "length"
+        finish = "stop" if stopped or ended or len(generated) < max_new_tokens else "length"
         return Completion(
             text=request.extra.get("prefill", "") + text,
             prompt_tokens=prompt_length,

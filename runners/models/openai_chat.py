@@ -10,8 +10,19 @@ from __future__ import annotations
 
 import time
 
-from .base import MODEL_ENDPOINT, Completion, ModelRequest, reject_unknown_options
-from .openai_http import DEFAULT_BASE_URL, EndpointError, OpenAIEndpoint, first_choice, read_usage
+from toolbench_adapter.errors import InputError
+
+from . import constrain
+from .base import CONTEXT_LENGTH, MODEL_ENDPOINT, Completion, ModelRequest, reject_unknown_options
+from .openai_http import (
+    DEFAULT_BASE_URL,
+    ContextLengthExceeded,
+    EndpointError,
+    OpenAIEndpoint,
+    first_choice,
+    malformed,
+    read_usage,
+)
 
 # keys of our stored messages that an OpenAI server must not see
 _LOCAL_KEYS = ("function_call", "valid")
@@ -38,6 +49,35 @@ def normalise_tool_calls(calls: list | None) -> list[dict] | None:
     return out
 
 
+def response_format_option(value: str | dict | None) -> dict | None:
+    """--backend-option response_format=json_object (or text), or a response_format object from a config file."""
+    if value is None or value in ("text", "none", ""):
+        return None
+    if isinstance(value, dict):
+        return value
+    if value == "json_object":
+        return {"type": "json_object"}
+    raise InputError(f"backend option response_format={value!r} is not json_object or text", field="response_format",
+                     fix="write --backend-option response_format=json_object, or give a response_format object "
+                     "under backend_options in a --config file")
+
+
+def read_message(data: dict, url: str) -> dict:
+    """choices[0].message of a chat reply, checked for the shape the pipeline reads (a malformed one is named)."""
+    message = first_choice(data, url).get("message")
+    if message is None:
+        return {}
+    if not isinstance(message, dict):
+        raise malformed(url, "choices[0].message is not an object", data)
+    if not isinstance(message.get("content"), str | None):
+        raise malformed(url, "choices[0].message.content is not a string", data)
+    calls = message.get("tool_calls")
+    if calls is not None and not (isinstance(calls, list) and all(
+            isinstance(c, dict) and isinstance(c.get("function") or {}, dict) for c in calls)):
+        raise malformed(url, "choices[0].message.tool_calls is not a list of calls with a function object", data)
+    return message
+
+
 class OpenAIChatBackend:
     name = "openai-chat"
     accepts_messages = True
@@ -56,6 +96,8 @@ class OpenAIChatBackend:
         backoff_max: float = 30.0,
         rate_per_s: float | None = None,
         send_temperature: bool = True,
+        structured: str = constrain.AUTO,
+        response_format: str | dict | None = None,
         **unknown,
     ):
         reject_unknown_options(type(self), unknown)
@@ -64,6 +106,11 @@ class OpenAIChatBackend:
                                        rate_per_s=rate_per_s)
         # upstream sends no temperature (API default 1); send_temperature=False reproduces that
         self.send_temperature = send_temperature
+        # --constrain schema: which structured-output fields the endpoint takes (constrain.py; auto: from GET /models)
+        self.structured = constrain.flavour_option(structured)
+        # a JSON response mode for every request (json_object, or a response_format object); never with native
+        # tools (runners/structured.py refuses that pair before any query runs)
+        self.response_format = response_format_option(response_format)
 
     @property
     def model(self) -> str | None:
@@ -71,6 +118,17 @@ class OpenAIChatBackend:
 
     def preflight(self) -> None:
         self.endpoint.preflight()
+
+    @property
+    def json_response_mode(self) -> str | None:
+        """The JSON response mode every request asks for (json_object, json_schema), or None."""
+        kind = (self.response_format or {}).get("type")
+        return kind if kind in ("json_object", "json_schema") else None
+
+    def constraint_support(self, dialect: str) -> str | None:
+        """None: --constrain schema works on this endpoint (after preflight: auto reads GET /models); else why not."""
+        return constrain.endpoint_support(constrain.flavour_of(self.structured, self.endpoint), dialect, self.name,
+                                          self.endpoint)
 
     def request_body(self, request: ModelRequest) -> dict:
         body: dict = {
@@ -84,6 +142,11 @@ class OpenAIChatBackend:
             body["temperature"] = request.temperature
         if request.stop:
             body["stop"] = list(request.stop)
+        if self.response_format is not None:
+            body["response_format"] = self.response_format
+        # --constrain schema: the endpoint's structured-output fields for this reply's grammar
+        body.update(constrain.body_fields(request.extra.get("constraint"),
+                                          constrain.flavour_of(self.structured, self.endpoint)))
         if request.tools:
             body["tools"] = request.tools
             # inference never forces a tool; a judge may (forced verdict call)
@@ -104,13 +167,16 @@ class OpenAIChatBackend:
             return Completion(error=f"{self.name} needs chat messages (request.messages); "
                                     "text prompts go to the openai-completions backend")
         try:
-            data = self.endpoint.post("chat/completions", self.request_body(request))
-            choice = first_choice(data)
+            data, url = self.endpoint.post_reply("chat/completions", self.request_body(request))
+            message = read_message(data, url)
+            prompt_tokens, completion_tokens, _ = read_usage(data, url)
+        except ContextLengthExceeded as exc:  # the model's limit: the chain ends here, the query finishes
+            return Completion(error=f"{self.name}: the request is longer than the model's context: {exc}",
+                              error_kind=CONTEXT_LENGTH, latency_s=time.perf_counter() - start)
         except EndpointError as exc:
             return Completion(error=f"{self.name}: {exc}", error_kind=MODEL_ENDPOINT,
                               latency_s=time.perf_counter() - start)
-        message = choice.get("message") or {}
-        prompt_tokens, completion_tokens, _ = read_usage(data)
+        choice = data["choices"][0]
         text = message.get("content")
         prefill = request.extra.get("prefill", "")
         if prefill:  # the reply continues the prefill: the parser sees both, as with the other backends

@@ -19,8 +19,17 @@ from toolbench_adapter.protocol.react import (
     VLLM_TRUNCATE_PROMPT_TOKENS,
 )
 
-from .base import MODEL_ENDPOINT, Completion, ModelRequest, backend_option, reject_unknown_options
-from .openai_http import DEFAULT_BASE_URL, EndpointError, OpenAIEndpoint, first_choice, read_usage
+from . import constrain
+from .base import CONTEXT_LENGTH, MODEL_ENDPOINT, Completion, ModelRequest, backend_option, reject_unknown_options
+from .openai_http import (
+    DEFAULT_BASE_URL,
+    ContextLengthExceeded,
+    EndpointError,
+    OpenAIEndpoint,
+    first_choice,
+    malformed,
+    read_usage,
+)
 
 
 def merge_stops(defaults: list[str] | tuple[str, ...], extra: list[str]) -> list[str]:
@@ -56,6 +65,7 @@ class OpenAICompletionsBackend:
         truncate_prompt_tokens: int | None = VLLM_TRUNCATE_PROMPT_TOKENS,
         force_give_up_when_too_long: bool = True,
         context_tokens: int = CONTEXT_TOKENS,
+        structured: str = constrain.AUTO,
         **unknown,
     ):
         reject_unknown_options(type(self), unknown)
@@ -68,6 +78,8 @@ class OpenAICompletionsBackend:
         self.truncate_prompt_tokens = backend_option("truncate_prompt_tokens", truncate_prompt_tokens, int)
         self.force_give_up_when_too_long = force_give_up_when_too_long
         self.context_tokens = backend_option("context_tokens", context_tokens, int)
+        # --constrain schema: which structured-output fields the endpoint takes (constrain.py; auto: from GET /models)
+        self.structured = constrain.flavour_option(structured)
 
     @property
     def model(self) -> str | None:
@@ -75,6 +87,11 @@ class OpenAICompletionsBackend:
 
     def preflight(self) -> None:
         self.endpoint.preflight()
+
+    def constraint_support(self, dialect: str) -> str | None:
+        """None: --constrain schema works on this endpoint (after preflight: auto reads GET /models); else why not."""
+        return constrain.endpoint_support(constrain.flavour_of(self.structured, self.endpoint), dialect, self.name,
+                                          self.endpoint)
 
     def request_body(self, request: ModelRequest) -> dict:
         prefill = request.extra.get("prefill", "")
@@ -89,6 +106,9 @@ class OpenAICompletionsBackend:
         truncate = request.extra.get("truncate_prompt_tokens", self.truncate_prompt_tokens)
         if truncate is not None:
             body["truncate_prompt_tokens"] = truncate  # vLLM reads it from the body (upstream: extra_body)
+        # --constrain schema: the endpoint's structured-output fields for this reply's grammar
+        body.update(constrain.body_fields(request.extra.get("constraint"),
+                                          constrain.flavour_of(self.structured, self.endpoint)))
         return body
 
     def complete(self, request: ModelRequest) -> Completion:
@@ -97,12 +117,17 @@ class OpenAICompletionsBackend:
             return Completion(error=f"{self.name} needs a text prompt (request.prompt); "
                                     "chat messages go to the openai-chat backend")
         try:
-            data = self.endpoint.post("completions", self.request_body(request))
-            choice = first_choice(data)
+            data, url = self.endpoint.post_reply("completions", self.request_body(request))
+            choice = first_choice(data, url)
+            if not isinstance(choice.get("text"), str | None):
+                raise malformed(url, "choices[0].text is not a string", data)
+            prompt_tokens, completion_tokens, total = read_usage(data, url)
+        except ContextLengthExceeded as exc:  # the model's limit: the chain ends here, the query finishes
+            return Completion(error=f"{self.name}: the request is longer than the model's context: {exc}",
+                              error_kind=CONTEXT_LENGTH, latency_s=time.perf_counter() - start)
         except EndpointError as exc:
             return Completion(error=f"{self.name}: {exc}", error_kind=MODEL_ENDPOINT,
                               latency_s=time.perf_counter() - start)
-        prompt_tokens, completion_tokens, total = read_usage(data)
         text = request.extra.get("prefill", "") + (choice.get("text") or "")
         tool_calls = None
         if self.force_give_up_when_too_long and total >= self.context_tokens:

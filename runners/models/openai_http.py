@@ -8,7 +8,9 @@ the transport level is cooled down while the others take its requests."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import sys
 from dataclasses import dataclass
 
@@ -46,6 +48,39 @@ class EndpointError(Exception):
         return cls(result.describe(), fault=result.fault, status=result.status, attempts=result.attempts)
 
 
+class ContextLengthExceeded(EndpointError):
+    """The endpoint refused the request as longer than the model's context: the model's limit, not a fault of
+    the endpoint (the backend answers a Completion with error_kind CONTEXT_LENGTH)."""
+
+
+# A request refused for its length, as servers word it (an HTTP 4xx, 400 in practice): vLLM's OpenAI server
+# ("This model's maximum context length is 8192 tokens. However, you requested ...", or "'max_tokens' ... is too
+# large: 1024. This model's maximum context length is ..."; its V1 engine "The decoder prompt (length 9000) is
+# longer than the maximum model length of 8192"), OpenAI's API (code "context_length_exceeded", the message
+# "This model's maximum context length is ..." or "Input tokens exceed the configured limit ..."), SGLang
+# ("... is longer than the model's context length ...").
+CONTEXT_LENGTH_WORDING = re.compile(
+    r"context_length_exceeded|maximum context length|longer than the maximum model length"
+    r"|longer than the model's context length|input tokens exceed the configured limit", re.IGNORECASE)
+
+
+def is_context_length(result: HttpResult) -> bool:
+    """A 4xx whose body says the request is longer than the model's context."""
+    if result.status is None or not 400 <= result.status < 500:
+        return False
+    body = getattr(result, "error_data", None)  # the whole parsed error body, where the transport keeps it
+    return any(CONTEXT_LENGTH_WORDING.search(text) for text in (result.text or "", json.dumps(body) if body else ""))
+
+
+def malformed(url: str, what: str, data: object) -> EndpointError:
+    """An HTTP 200 JSON reply that is not an OpenAI completion: named by endpoint and by what is wrong."""
+    try:
+        shown = json.dumps(data)
+    except (TypeError, ValueError):
+        shown = repr(data)
+    return EndpointError(f"POST {url} answered a malformed reply: {what} (body: {short(shown)})")
+
+
 @dataclass
 class OpenAIEndpoint:
     """One OpenAI-compatible server, or several serving the same model. ``post`` retries and raises
@@ -69,6 +104,7 @@ class OpenAIEndpoint:
             raise InputError(f"a model endpoint is listed twice: {', '.join(self.base_urls)}", field="base_url",
                              fix="list each --base-url once")
         self.base_url = ", ".join(self.base_urls)  # one URL as before; several: a label for names and messages
+        self.owners: dict[str, set[str]] = {}  # URL -> the owned_by of its GET /models entries (preflight)
         self.timeout = backend_option("timeout", self.timeout)
         self.retries = backend_option("retries", self.retries, int)
         self.backoff = backend_option("backoff", self.backoff)
@@ -92,10 +128,19 @@ class OpenAIEndpoint:
         return self.transport.session()
 
     def post(self, path: str, body: dict) -> dict:
+        return self.post_reply(path, body)[0]
+
+    def post_reply(self, path: str, body: dict) -> tuple[dict, str]:
+        """The reply (a JSON object) and the URL of the endpoint that gave it. Raises ContextLengthExceeded for a
+        request refused as too long, EndpointError for anything else that failed or is not a JSON object."""
         result = self.transport.post_json(path, body)
         if not result.ok:
+            if is_context_length(result):
+                raise ContextLengthExceeded.from_result(result)
             raise EndpointError.from_result(result)
-        return result.data
+        if not isinstance(result.data, dict):
+            raise malformed(result.url, "the body is not a JSON object", result.data)
+        return result.data, result.url
 
     def pool_stats(self) -> list[dict]:
         """Requests served and failed per endpoint (for the run manifest)."""
@@ -128,7 +173,11 @@ class OpenAIEndpoint:
                 fix="base_url must be the OpenAI API root, ending in /v1 (e.g. http://127.0.0.1:8000/v1)",
             )
         try:
-            return [str(entry["id"]) for entry in response.json().get("data", [])]
+            entries = response.json().get("data", [])
+            ids = [str(entry["id"]) for entry in entries]
+            # who serves them ("vllm" on vLLM): which structured-output fields the endpoint takes (constrain.py)
+            self.owners[base_url] = {str(entry["owned_by"]) for entry in entries if entry.get("owned_by")}
+            return ids
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise InputError(f"GET {url} did not return an OpenAI model list", field="base_url",
                              fix="point --base-url at an OpenAI-compatible server") from exc
@@ -171,17 +220,20 @@ class OpenAIEndpoint:
                 )
 
 
-def read_usage(data: dict) -> tuple[int, int, int]:
+def read_usage(data: dict, url: str = "the endpoint") -> tuple[int, int, int]:
     """(prompt, completion, total) tokens from an OpenAI response; zeros when the server sends no usage."""
     usage = data.get("usage") or {}
-    prompt = int(usage.get("prompt_tokens") or 0)
-    completion = int(usage.get("completion_tokens") or 0)
-    total = int(usage.get("total_tokens") or prompt + completion)
+    try:
+        prompt = int(usage.get("prompt_tokens") or 0)
+        completion = int(usage.get("completion_tokens") or 0)
+        total = int(usage.get("total_tokens") or prompt + completion)
+    except (AttributeError, TypeError, ValueError):
+        raise malformed(url, "usage is not token counts", data) from None
     return prompt, completion, total
 
 
-def first_choice(data: dict) -> dict:
-    choices = data.get("choices") or []
-    if not choices or not isinstance(choices[0], dict):
-        raise EndpointError(f"the response has no choices: {short(str(data))}")
+def first_choice(data: dict, url: str = "the endpoint") -> dict:
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise malformed(url, "no choices (a non-empty list of objects)", data)
     return choices[0]

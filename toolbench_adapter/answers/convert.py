@@ -27,6 +27,7 @@ from ..protocol.evaluation import CONVERTER_SEED, NODE_ACTION, NODE_ACTION_INPUT
 from ..protocol.functions import FINISH_NAME
 from .read import (
     AnswerFile,
+    UnusableAnswer,
     expand_answer_inputs,
     identify_answer_path,
     iter_answer_files,
@@ -57,6 +58,19 @@ def fallback_kind(method: str) -> str | None:
     if "DFS" in method or "dfs" in method:
         return "dfs"
     return None
+
+
+class NoFallbackForMethod(InputError):
+    """--method cannot convert invalid answers: a problem of the command, not of one file."""
+
+
+@dataclass
+class Refused:
+    """An answer file left out of a conversion, and why."""
+
+    path: Path
+    reason: str
+    message: str  # the file, the field, what is wrong and the fix, as InputError words it
 
 
 class Converter:
@@ -100,9 +114,9 @@ class Converter:
             user.children.extend(build_tree(node) for node in top)
             purify(user, answer.path)
         else:
-            raise InputError(f"method {self.method!r} names neither CoT nor DFS, so an invalid answer has no "
-                             "fallback", path=answer.path, field="answer_generation.valid_data",
-                             fix="pass --method with CoT or DFS in it (e.g. CoT@1, DFS_woFilter_w2)")
+            raise NoFallbackForMethod(f"method {self.method!r} names neither CoT nor DFS, so an invalid answer has "
+                                      "no fallback", path=answer.path, field="answer_generation.valid_data",
+                                      fix="pass --method with CoT or DFS in it (e.g. CoT@1, DFS_woFilter_w2)")
 
     def random_walk(self, root: Step) -> list[Step]:
         """Root to a leaf, drawing at every node (upstream's reduce_graph_to_sequence)."""
@@ -249,8 +263,8 @@ def file_query_id(answer: AnswerFile) -> str:
         return answer.query_id
     found = identify_answer_path(answer.path).query_id
     if found is None:
-        raise InputError("no query id in the file name or the file", path=answer.path, field="file name",
-                         fix="name the file {query_id}_{method}.json (upstream's layout)")
+        raise UnusableAnswer("no_query_id", "no query id in the file name or the file", path=answer.path,
+                             field="file name", fix="name the file {query_id}_{method}.json (upstream's layout)")
     return str(found)
 
 
@@ -270,23 +284,53 @@ def ordered_files(answer_dir: str | Path | list[str | Path], method: str, order:
     return sorted(files, key=lambda p: rank.get(p.name.split("_")[0], len(rank)))
 
 
+# what walking a file of an unexpected shape raises (shape.py names most such fields before this happens)
+_WALK_ERRORS = (TypeError, AttributeError, KeyError, IndexError, ValueError)
+
+
+def _refusal(path: Path, exc: BaseException) -> Refused:
+    if isinstance(exc, InputError):
+        return Refused(path, getattr(exc, "reason", "malformed"), exc.message())
+    if isinstance(exc, RecursionError):
+        return Refused(path, "too_deeply_nested", f"{path}: nested too deeply to walk (RecursionError)")
+    return Refused(path, "malformed", f"{path}: unexpected content ({type(exc).__name__}: {exc})")
+
+
 def convert_folder(answer_dir: str | Path | list[str | Path], method: str, *, order: str = "name",
-                   order_from: str | Path | None = None, seed: int = CONVERTER_SEED) -> dict[str, Any]:
-    """Raises InputError when two files answer the same query id (the converted file is keyed by it)."""
+                   order_from: str | Path | None = None, seed: int = CONVERTER_SEED,
+                   refused: list[Refused] | None = None) -> dict[str, Any]:
+    """Raises InputError when two files answer the same query id (the converted file is keyed by it).
+
+    A file that cannot be converted (not JSON, nested too deep, a field of the wrong shape, no query id)
+    raises InputError, or, when ``refused`` is a list, is appended to it and left out: the other files
+    convert as if it were not there (the RNG is rewound to before it)."""
     if not method:
         raise InputError("--method must not be empty", fix="e.g. --method CoT@1 or --method DFS_woFilter_w2")
     converter = Converter(method, seed)
     converted: dict[str, Any] = {}
     seen: dict[str, Path] = {}
     for path in ordered_files(answer_dir, method, order, order_from):
-        answer = load_answer(path)
-        query_id = file_query_id(answer)
-        if query_id in seen:
-            raise InputError(f"query id {query_id} is answered twice (also by {seen[query_id]})", path=path,
-                             field="query id", fix="convert one run (one file per query id) at a time")
-        seen[query_id] = path
-        converted[query_id] = converter.convert(answer)
+        state = converter.rng.getstate()
+        try:
+            answer = load_answer(path)
+            query_id = file_query_id(answer)
+            if query_id in seen:  # the run's shape, not this file's: never a refusal
+                raise _AnsweredTwice(f"query id {query_id} is answered twice (also by {seen[query_id]})", path=path,
+                                     field="query id", fix="convert one run (one file per query id) at a time")
+            converted[query_id] = converter.convert(answer)
+            seen[query_id] = path
+        except (NoFallbackForMethod, _AnsweredTwice):
+            raise
+        except (InputError, RecursionError, *_WALK_ERRORS) as exc:
+            if refused is None:
+                raise
+            refused.append(_refusal(path, exc))
+            converter.rng.setstate(state)  # a refused file draws nothing: the others convert as without it
     return converted
+
+
+class _AnsweredTwice(InputError):
+    pass
 
 
 def methods_found(answer_dir: str | Path | list[str | Path]) -> list[str]:

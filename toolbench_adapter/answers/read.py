@@ -4,7 +4,9 @@ wild: ``identify_answer_path``, ``read_recorded``) and run folders.
 A CoT file has ``win, try_count, trys, compare_candidates, forward_args, answer_generation``; a DFS file has
 ``win, tree, forward_args, compare_candidates, answer_generation``. Messages come in two styles: the old
 ``function_call`` / role ``function`` one and the new ``tool_calls`` / role ``tool`` one. Malformed files
-raise InputError naming the file and the field.
+raise InputError naming the file and the field (UnusableAnswer, with a reason code, for files read from
+anywhere): that includes JSON nested deeper than the parser follows (json raises RecursionError for it, not
+ValueError) and nodes, messages or calls of a shape the walkers cannot take (shape.py).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..queries import GROUPS, is_group_name
+from .shape import deepest_point, structure_problem
 
 COT, DFS = "cot", "dfs"
 STYLE_FUNCTION_CALL, STYLE_TOOL_CALLS = "function_call", "tool_calls"
@@ -80,12 +83,21 @@ def load_answer(path: str | Path, group: str | None = None) -> AnswerFile:
     path = Path(path)
     try:
         with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
+            text = handle.read()
     except FileNotFoundError:
         raise InputError("answer file is missing", path=path) from None
+    except OSError as exc:
+        raise UnusableAnswer("unreadable", f"cannot read the file ({exc.strerror or exc})", path=path) from None
+    except UnicodeDecodeError as exc:
+        raise UnusableAnswer("not_json", f"answer file is not UTF-8 text ({exc.reason} at byte {exc.start})",
+                             path=path, fix="re-run the query (the file is damaged)") from None
+    try:
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InputError(f"answer file is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})",
-                         path=path, fix="re-run the query (the file was probably cut short)") from None
+        raise UnusableAnswer("not_json", f"answer file is not valid JSON ({exc.msg} at line {exc.lineno} column "
+                             f"{exc.colno})", path=path, fix="re-run the query (the file was probably cut short)") from None
+    except RecursionError:
+        raise too_deep_to_parse(text, path) from None
     validate_answer(data, path)
     query_id, method = split_file_name(path.name)
     return AnswerFile(path=path, query_id=query_id, method=method,
@@ -127,6 +139,7 @@ def validate_answer(data: Any, path: Path) -> None:
             if not isinstance(message, dict):
                 raise InputError("each message must be an object", path=path, field=where)
             _need(message, "role", str, path, where + ".role")
+    check_structure(data, path)
 
 
 def iter_answer_files(folder: str | Path, method: str | None = None, order: str = "name") -> Iterator[Path]:
@@ -274,17 +287,37 @@ class RecordedAnswer:
         return [m for messages in trains if isinstance(messages, list) for m in messages if isinstance(m, dict)]
 
 
+def check_structure(data: dict, path: Path) -> None:
+    """UnusableAnswer ("malformed") naming the first node, message or call the walkers cannot take."""
+    problem = structure_problem(data)
+    if problem is not None:
+        field, what = problem
+        raise UnusableAnswer("malformed", what, path=path, field=field,
+                             fix="this file was not written by a ToolBench / StableToolBench run (or was edited): "
+                             "re-run that query, or leave the file out")
+
+
+def too_deep_to_parse(text: str, path: Path) -> UnusableAnswer:
+    depth, line, column = deepest_point(text)
+    return UnusableAnswer("too_deeply_nested", f"the JSON nests {depth} levels deep, more than the parser follows "
+                          "(answer files nest a few dozen levels)", path=path, field=f"line {line} column {column}",
+                          fix="leave this file out: it is not an answer file")
+
+
 def read_recorded(path: str | Path) -> RecordedAnswer:
     """Read one answer file of any layout; UnusableAnswer (an InputError with a reason code) when it is not one."""
     path = Path(path)
     try:
         with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
+            text = handle.read()
+        data = json.loads(text)
     except OSError as exc:
         raise UnusableAnswer("unreadable", f"cannot read the file ({exc.strerror or exc})", path=path) from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise UnusableAnswer("not_json", f"not valid JSON ({exc})", path=path,
                              fix="the file was probably cut short: re-run that query") from None
+    except RecursionError:  # json raises RecursionError, not ValueError, for nesting deeper than it follows
+        raise too_deep_to_parse(text, path) from None
     if not isinstance(data, dict) or not isinstance(data.get("answer_generation"), dict):
         raise UnusableAnswer("not_an_answer_file", "no answer_generation object: not a raw answer file", path=path,
                              field="answer_generation", fix="pass raw answer files (CoT trys or a DFS tree)")
@@ -300,6 +333,7 @@ def read_recorded(path: str | Path) -> RecordedAnswer:
     if not isinstance(data.get("trys"), list) and not (isinstance(data.get("tree"), dict)
                                                        and isinstance(data["tree"].get("tree"), dict)):
         raise UnusableAnswer("no_trajectory", "neither CoT trys nor a DFS tree", path=path, field="trys / tree.tree")
+    check_structure(data, path)
     return RecordedAnswer(path=path, data=data, identity=identify_answer_path(path))
 
 

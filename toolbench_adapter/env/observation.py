@@ -31,7 +31,7 @@ def status_for(reply: ServerReply) -> tuple[int, bool]:
     """
     if reply.kind in (ReplyKind.TIMEOUT, ReplyKind.CONNECTION_ERROR, ReplyKind.TRUNCATED_BODY):
         return E.STATUS_TIMEOUT, False
-    if reply.kind in (ReplyKind.HTTP_ERROR, ReplyKind.NOT_JSON):
+    if reply.kind in (ReplyKind.HTTP_ERROR, ReplyKind.NOT_JSON, ReplyKind.WRONG_ENDPOINT):
         return E.STATUS_REQUEST_INVALID, False
     if not isinstance(reply.answer, dict):
         return E.STATUS_REQUEST_INVALID, False

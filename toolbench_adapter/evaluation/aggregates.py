@@ -3,7 +3,8 @@
 Average = plain mean of the six group means (± plain mean of the stds), as StableToolBench's README computes
 it; I1 = mean of the three G1 groups, I2 of the two G2 groups, I3 = G3_instruction. An aggregate over fewer
 groups than it names is marked ``*`` and says over how many. Strict cells say "n of N test ids" next to them,
-so a figure over part of a test set never passes for the whole.
+so a figure over part of a test set never passes for the whole. A cell over zero queries (nothing judged, an
+empty test set, no verdict) has no score: it prints ``–``, a footnote says why, and no aggregate counts it.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from dataclasses import dataclass, field
 
 from ..queries import GROUP_LABELS
 from .results import ScoreRow
-from .scores import STRICT, Score, average
+from .scores import STRICT, UPSTREAM, Score, average
 
 GROUP_COLUMNS = list(GROUP_LABELS)  # README SoPR order: I1 Inst, I1 Cat, I1 Tool, I2 Cat, I2 Inst, I3 Inst
 AVERAGE = "Average"
@@ -23,6 +24,26 @@ AGGREGATES = {
     "I3": ("G3_instruction",),
 }
 MISSING = "–"
+
+
+def is_scored(score: Score | None) -> bool:
+    """A score has a denominator: 0 of 0 is no score (printing 0.0 would say the model failed them)."""
+    return score is not None and score.n > 0
+
+
+def plural(count: int, noun: str, nouns: str | None = None) -> str:
+    return f"{count} {noun if count == 1 else nouns or noun + 's'}"
+
+
+def no_score_reason(score: Score) -> str:
+    """Why a cell over zero queries has no score, in the words of its denominator."""
+    if score.metric == "SoPR" and score.errors:
+        return f"no verdict, {plural(score.errors, 'judgement')} failed"
+    if score.metric == "SoPR" and score.mode == UPSTREAM:
+        return "0 queries judged"
+    if score.mode == STRICT:
+        return "0 test ids"
+    return "0 ids compared" if score.metric == "SoWR" else "0 ids"
 
 
 @dataclass
@@ -45,13 +66,14 @@ class BoardLine:
 
     def aggregate(self, column: str) -> Aggregate:
         members = AGGREGATES[column]
-        present = [self.cells[g] for g in members if g in self.cells]
+        present = [self.cells[g] for g in members if is_scored(self.cells.get(g))]
         return Aggregate(average(present) if present else None, len(present), len(members))
 
     def value(self, column: str) -> Score | None:
-        """The cell's score; an aggregate only when every group it names is present."""
+        """The cell's score (None over zero queries); an aggregate only when every group it names is scored."""
         if column in GROUP_LABELS:
-            return self.cells.get(column)
+            score = self.cells.get(column)
+            return score if is_scored(score) else None
         agg = self.aggregate(column)
         return agg.score if agg.complete else None
 
@@ -88,7 +110,7 @@ def coverage(score: Score) -> str:
 
 
 def cell_text(board: Board, score: Score | None, *, partial: str = "") -> str:
-    if score is None:
+    if not is_scored(score):
         return MISSING
     text = score.text(with_std=board.metric == "SoPR") + partial
     return f"{text} ({coverage(score)})" if board.mode == STRICT else text
@@ -116,6 +138,10 @@ def footnotes(board: Board) -> list[str]:
                    if (agg := line.aggregate(column)).score is not None and not agg.complete]
         if partial:
             notes.append(f"* {line.name}: " + ", ".join(partial))
+        unscored = [f"{GROUP_LABELS[g]} ({no_score_reason(s)})" for g in GROUP_COLUMNS
+                    if (s := line.cells.get(g)) is not None and not is_scored(s)]
+        if unscored:
+            notes.append(f"{MISSING} {line.name}: no score in " + "; ".join(unscored))
     return notes
 
 

@@ -167,6 +167,7 @@ class AuditedSet:
     requests: int = 0
     cache_hits: int = 0
     errors: int = 0
+    error_samples: list[str] = field(default_factory=list)
 
     @property
     def agreement(self) -> Agreement:
@@ -179,13 +180,19 @@ class AuditedSet:
         return sopr(released), sopr(self.ours)
 
 
-def audit(found: list[FoundLabels], judge: FunctionJudge, *, evaluate_times: int | None = None,
-          converted_dirs: list[str | Path] = (), cache_path: str | Path | None = None, concurrency: int = 4,
-          limit: int | None = None, progress: bool = True) -> list[AuditedSet]:
+def pass_rate_sets(found: list[FoundLabels]) -> list[FoundLabels]:
+    """The label files an audit can re-judge (they hold answers); none is bad input, found before any judging."""
     sets = [f for f in found if f.kind == PASS_RATE]
     if not sets:
         raise InputError("no pass-rate label files among the labels given (preference files hold no answers)",
                          path=", ".join(str(f.path) for f in found))
+    return sets
+
+
+def audit(found: list[FoundLabels], judge: FunctionJudge, *, evaluate_times: int | None = None,
+          converted_dirs: list[str | Path] = (), cache_path: str | Path | None = None, concurrency: int = 4,
+          limit: int | None = None, progress: bool = True) -> list[AuditedSet]:
+    sets = pass_rate_sets(found)
     cache = JudgementCache(cache_path)
     converted_dirs = [Path(d) for d in converted_dirs]
     out = []
@@ -216,6 +223,7 @@ def audit(found: list[FoundLabels], judge: FunctionJudge, *, evaluate_times: int
                               progress=progress)
         result.ours = run.labels()
         result.requests, result.cache_hits, result.errors = run.requests, run.cache_hits, run.errors
+        result.error_samples = run.error_samples
         out.append(result)
     return out
 

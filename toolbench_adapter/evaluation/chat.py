@@ -10,8 +10,10 @@ from __future__ import annotations
 import os
 from typing import Any, Protocol, runtime_checkable
 
+import requests
+
 from ..registry import Registry
-from ..transport import FaultKind, HttpTransport, RetryPolicy, url_list
+from ..transport import FaultKind, HttpTransport, RetryPolicy, classify_exception, classify_status, short, url_list
 
 
 @runtime_checkable
@@ -55,10 +57,44 @@ class OpenAIChatClient:
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         self.transport = HttpTransport.over(self.base_urls, policy=policy, timeout=timeout, headers=headers)
 
+    def served_models(self, base_url: str) -> list[str] | None:
+        """``GET {base_url}/models``: the ids served there, or None when the endpoint gives no readable list (some
+        gateways serve no /models: then the preflight's test request decides). ChatError when it cannot be
+        reached or refuses (401 / 403)."""
+        url = f"{base_url}/models"
+        try:
+            response = self.transport.session().get(url, timeout=min(self.timeout, 10.0))
+        except requests.RequestException as exc:
+            raise ChatError(f"GET {url}: {exc}", fault=classify_exception(exc)) from None
+        if response.status_code in (401, 403):
+            raise ChatError(f"GET {url} answered HTTP {response.status_code}: {short(response.text)}",
+                            fault=classify_status(response.status_code), status=response.status_code)
+        if response.status_code != 200:
+            return None
+        try:
+            return [str(entry["id"]) for entry in response.json()["data"]]
+        except (ValueError, KeyError, TypeError):
+            return None
+
+    def constraint_support(self, kind: str) -> str | None:
+        """None when every judge URL is vLLM (GET /models owned_by "vllm": it takes structured_outputs); else why not."""
+        for url in self.base_urls:
+            try:
+                response = self.transport.session().get(f"{url}/models", timeout=min(self.timeout, 10.0))
+                owners = {str(entry.get("owned_by")) for entry in response.json()["data"]}
+            except (requests.RequestException, ValueError, KeyError, TypeError, AttributeError) as exc:
+                return f"cannot read GET {url}/models to see whether it takes structured outputs ({exc})"
+            if owners != {"vllm"}:
+                return (f"the judge at {url} is not vLLM (GET /models owned_by: {', '.join(sorted(owners))}): "
+                        "its structured outputs cannot be asked for")
+        return None
+
     def chat(self, messages: list[dict], *, tools: list[dict] | None = None, tool_choice: dict | None = None,
              temperature: float | None = None, max_tokens: int | None = None, prefill: str | None = None,
-             stop: list[str] | None = None) -> dict:
+             stop: list[str] | None = None, constraint: Any = None) -> dict:
         payload: dict[str, Any] = {"model": self.model, "messages": messages}
+        if constraint is not None:  # --judge-constrain on vLLM: its structured outputs hold the verdict's schema
+            payload["structured_outputs"] = {"json": constraint.json_schema}
         if stop:
             payload["stop"] = stop
         prefill = prefill if self.accepts_prefill else None

@@ -4,7 +4,8 @@ Upstream (``fac_eval.py``): for every id of the id file, judge the final answer 
 Finish JSON string, because the unwrap only fires for text starting with ``{\\``); an empty answer is Unsolved
 without a request; score = 1 when the lowercased output contains "solved" but not "unsolved", else 0; FAC =
 mean over the ids. Deviations: an id missing from the converted file counts 0 and is reported (upstream
-crashed), and ``unwrap_finish`` (strict) judges the text inside the Finish arguments.
+crashed), a judge that failed after its retries is no verdict (left out of the mean, counted), and
+``unwrap_finish`` (strict) judges the text inside the Finish arguments.
 """
 
 from __future__ import annotations
@@ -77,7 +78,8 @@ class FacRun:
     requests: int = 0
 
     def score(self) -> Score:
-        values = [r["score"] for r in self.records.values()]
+        # a failed judgement is no verdict: left out of the mean, counted in errors
+        values = [r["score"] for r in self.records.values() if not r.get("judge_error")]
         mean = sum(values) / len(values) * 100 if values else 0.0
         return Score("FAC", "upstream", mean, 0.0, len(values), errors=self.errors, missing=len(self.missing))
 
@@ -98,7 +100,8 @@ def judge_fac(converted: dict[str, Any], client: ChatClient, ids: list[str] | No
         try:
             reply = client.chat([{"role": "user", "content": prompt}], temperature=0, max_tokens=max_tokens)
         except ChatError as exc:
-            return qid, {"final_answer": final_answer, "evaluation": f"JudgeError: {exc}", "score": 0}, True, True
+            return qid, {"final_answer": final_answer, "evaluation": f"JudgeError: {exc}", "score": 0,
+                         "judge_error": True}, True, True
         output = reply.get("content") or ""
         return qid, {"final_answer": final_answer, "evaluation": output, "score": fac_score(output)}, True, False
 

@@ -19,6 +19,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import InputError
 from ..protocol.evaluation import (
     ANSWER_STATUS_FIELD,
     ANSWER_STATUSES,
@@ -30,10 +31,16 @@ from ..protocol.evaluation import (
     REASON_FIELD,
 )
 from ..registry import Registry
+from ..structured.grammar import judge_constraint
 from .chat import ChatClient, ChatError
 from .evaluator import EvaluatorSpec
 from .labels import Label
+from .preflight import PREFLIGHT_PROMPT
 from .steps import ends_with_finish, get_steps
+
+# the failure a forced tool call together with a JSON response mode causes (runners/structured.py says it too)
+TRAP = ("native tools together with a JSON response mode: the model then answers in JSON instead of calling the "
+        "tool (it skips the tool call)")
 
 JSON_INSTRUCTION = (
     "\nAnswer with one JSON object and nothing else, exactly of the form "
@@ -75,10 +82,13 @@ class FunctionJudge(ABC):
     """Asks one judge function and returns its validated arguments; subclasses choose how to ask."""
 
     mode = "base"
+    mode_choice = ""  # how the mode was chosen (preflight.prepare_judge: asked for, or what the endpoint answered)
 
     def __init__(self, client: ChatClient, spec: EvaluatorSpec, *, attempts: int = 3, with_reason: bool = True,
-                 temperature: float | None = None, max_tokens: int | None = None):
+                 temperature: float | None = None, max_tokens: int | None = None, constrain: bool = False):
         self.client = client
+        # --judge-constrain (json mode): the reply can only be the verdict JSON, its label one of the enum
+        self.constrain = constrain
         self.spec = spec
         self.attempts = max(1, attempts)
         self.with_reason = with_reason
@@ -90,7 +100,7 @@ class FunctionJudge(ABC):
 
     @property
     def name(self) -> str:
-        return f"{self.client.name} [{self.mode}]"
+        return f"{self.client.name} [{self.mode}{', constrained' if self.constrain else ''}]"
 
     def add_counts(self, requests: int, malformed: int) -> None:
         """Count requests this judge's copies made elsewhere (Ray workers), so its totals cover them."""
@@ -115,6 +125,16 @@ class FunctionJudge(ABC):
                 with self._lock:
                     self.malformed += 1
         raise JudgeFailure(f"{function}: no usable verdict after {self.attempts} attempts ({problem})")
+
+    def probe(self) -> dict:
+        """One request in this judge's shape (forced tool call or JSON prompt) with the preflight's test prompt;
+        not counted in ``requests`` and not read as a verdict. Raises ChatError when the endpoint fails."""
+        return self._request(CHECK_ANSWER_STATUS, PREFLIGHT_PROMPT)
+
+    def reply_problem(self, message: dict) -> str | None:
+        """Why the probe's reply is not in the shape this mode reads (None: it is). A JSON prompt's test reply
+        need not be JSON (a verdict on a test prompt means nothing); a forced tool call must come back as one."""
+        return None
 
     @abstractmethod
     def _request(self, function: str, prompt: str) -> dict:
@@ -148,6 +168,13 @@ class ToolsJudge(FunctionJudge):
 
     mode = "tools"
 
+    def reply_problem(self, message: dict) -> str | None:
+        try:
+            self._verdict(message)
+        except MalformedVerdict as exc:
+            return str(exc)
+        return None
+
     def _request(self, function: str, prompt: str) -> dict:
         schema = self.spec.schema(function, self.with_reason)
         return self.client.chat([{"role": "user", "content": prompt}],
@@ -178,6 +205,8 @@ class JsonJudge(FunctionJudge):
                                               choices=", ".join(self._choices(function)))
         extra = {"prefill": JSON_PREFILL.format(field=ANSWER_STATUS_FIELD), "stop": PREFILL_STOPS} if getattr(
             self.client, "accepts_prefill", False) else {}
+        if self.constrain:  # the grammar writes the whole verdict: no prefill, no stop inside it
+            extra = {"constraint": judge_constraint(ANSWER_STATUS_FIELD, self._choices(function), REASON_FIELD)}
         return self.client.chat([{"role": "user", "content": prompt + instruction}],
                                 temperature=self.temperature, max_tokens=self.max_tokens, **extra)
 
@@ -197,11 +226,27 @@ JUDGES.register("json", JsonJudge)
 
 
 def make_judge(client: ChatClient, spec: EvaluatorSpec, mode: str = "auto", **options: Any) -> FunctionJudge:
-    """``auto`` picks ``tools`` when the client supports tools, else ``json``."""
+    """``auto`` picks ``tools`` when the client supports tools, else ``json``, without asking it; the commands use
+    preflight.prepare_judge, which asks the endpoint (a text-only server claims tools it cannot do)."""
     spec.require(CHECK_ANSWER_STATUS, PARSE_ANSWER_STATUS)
+    if options.get("constrain"):
+        mode = constrained_mode(client, mode)
     if mode == "auto":
         mode = "tools" if client.supports_tools else "json"
     return JUDGES.get(mode)(client, spec, **options)
+
+
+def constrained_mode(client: ChatClient, mode: str) -> str:
+    """--judge-constrain: the json mode on a client that can constrain (InputError otherwise: exit 2)."""
+    if mode == "tools":
+        raise InputError(f"--judge-constrain with --judge-mode tools: {TRAP}", field="--judge-mode",
+                         fix="leave --judge-mode out (or json) with --judge-constrain")
+    support = getattr(client, "constraint_support", None)
+    reason = support("judge") if support is not None else f"the judge client {client.name} cannot constrain"
+    if reason:
+        raise InputError(f"--judge-constrain: {reason}", field="--judge-constrain",
+                         fix="use a local judge (--judge-backend hf) or a vLLM one, or leave --judge-constrain out")
+    return "json"
 
 
 def early_judgement(answer: dict[str, Any]) -> Judgement | None:

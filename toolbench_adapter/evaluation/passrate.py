@@ -25,12 +25,23 @@ class JudgeRun:
     entries: dict[str, dict] = field(default_factory=dict)
     requests: int = 0
     cache_hits: int = 0
-    errors: int = 0
+    errors: int = 0  # failed judgements (no verdict after the client's retries and the judge's attempts)
     skipped: list[str] = field(default_factory=list)  # converted ids not in the test ids
+    error_samples: list[str] = field(default_factory=list)  # the first few distinct reasons, for the summary
+
+    @property
+    def judgements(self) -> int:
+        return sum(len(entry["is_solved"]) for entry in self.entries.values())
 
     def labels(self) -> dict[str, dict[int, Label]]:
         return {qid: {int(k): Label.parse(v) for k, v in entry["is_solved"].items()}
                 for qid, entry in self.entries.items()}
+
+
+def note_error(samples: list[str], error: str, keep: int = 3) -> None:
+    """Keep the first ``keep`` distinct failure reasons (a summary names them; the label files hold them all)."""
+    if len(samples) < keep and error not in samples:
+        samples.append(error)
 
 
 class JudgeExecutor(Protocol):
@@ -89,7 +100,9 @@ def judge_converted(converted: dict[str, Any], judge: FunctionJudge, *, evaluate
     def record(qid: str, repeat: int, judgement: Judgement, hit: bool) -> None:
         results[qid][repeat] = judgement
         run.cache_hits += int(hit)
-        run.errors += int(judgement.label is Label.ERROR)
+        if judgement.label is Label.ERROR:
+            run.errors += 1
+            note_error(run.error_samples, judgement.error or "judge error")
         bar.update(1)
 
     # the cache is read and written here, in the caller's process only: the executor just judges the misses

@@ -7,8 +7,9 @@ and round (``evaluate_times``):
   order, and each gets a status from the pass-rate decision procedure. Exactly one Solved wins; several Solved ->
   ``select_better_answer``; no Solved but exactly one Unsure wins; otherwise ``select_better_answer`` among the
   Unsure ones, or among all when every answer is Unsolved. The chosen position is mapped back through the order.
-A round the judge cannot decide (no usable verdict after its attempts) is a tie with the error recorded, where
-upstream would have crashed. Results: ``{group}_{ref}_{out}.json`` (``{qid: {ref: n, out: n, "round_i":
+A round the judge cannot decide (no usable verdict after its attempts) is recorded with its error (no winner),
+where upstream would have crashed; its query is left out of SoWR (never scored as a tie) and counted.
+Results: ``{group}_{ref}_{out}.json`` (``{qid: {ref: n, out: n, "round_i":
 "complete"}}``) and ``.csv`` in upstream's layout, plus our ``.meta.json`` with every round's record.
 """
 
@@ -327,14 +328,15 @@ class PreferenceOutcome:
     run: PreferenceRun
     rows: list[ScoreRow]  # SoWR upstream and corrected, read back from the written file
     preference_file: Path
-    score_file: Path
+    score_file: Path | None  # None: rounds failed and the scores were not asked for anyway
 
 
 def prefer_files(reference_path: str | Path, output_path: str | Path, judge: FunctionJudge, out_dir: str | Path, *,
                  group: str, reference_model: str, output_model: str, evaluate_times: int = 3,
                  test_ids_dir: str | Path | None = None, concurrency: int = 4, cache_path: str | Path | None = None,
-                 seed: int = DEFAULT_SEED, progress: bool = True) -> PreferenceOutcome:
-    """Compare two converted answer files; write the preference files and a score file; the CLI's ``tba prefer``."""
+                 seed: int = DEFAULT_SEED, progress: bool = True, score_anyway: bool = False) -> PreferenceOutcome:
+    """Compare two converted answer files; write the preference files and (when every round was decided, or with
+    ``score_anyway``) a score file; the CLI's ``tba prefer``. A query with a failed round is left out of SoWR."""
     reference, output = read_converted(reference_path), read_converted(output_path)
     test_ids = load_test_ids(test_ids_dir, group)
     if test_ids_dir is not None and test_ids is None:
@@ -354,5 +356,7 @@ def prefer_files(reference_path: str | Path, output_path: str | Path, judge: Fun
     rows = rows_from_label_file(path)
     for row in rows:
         row.judge = judge.name
-    score_file = write_score_file(Path(out_dir) / f"scores_{group}_{reference_model}_{output_model}.json", rows)
+    score_file = None
+    if not run.errors or score_anyway:
+        score_file = write_score_file(Path(out_dir) / f"scores_{group}_{reference_model}_{output_model}.json", rows)
     return PreferenceOutcome(run, rows, path, score_file)

@@ -1,239 +1,197 @@
-"""Published leaderboards: read them (Markdown or CSV), check their Averages, compare them cell by cell.
+"""Published leaderboards: read them (Markdown, LaTeX, CSV / TSV, several tables to a file), check their
+Averages, compare them cell by cell with reproduced boards.
 
 A published table has rows = models and columns = the six groups and an Average; cells are ``mean±std`` or a
-single number. Column headers are recognised by name (``I1 Instruction``, ``I1 Inst``, ``G1_instruction``,
-``G1_instruction_WinRate``...), so the README's two column orders (SoPR: I2 Cat before I2 Inst; SoWR the other
-way) both read right. The tables that ship with the project live in ``toolbench_adapter/data/published/``,
-listed in its ``index.json`` with the repository, file and commit each comes from.
+single number, in whatever markup the paper printed them. Reading is split by job: published_grids (+ _markdown,
+_latex) finds the tables in a file, published_cells reads a printed cell, published_columns places a header,
+published_tables turns a grid into tables (row names, metric), published_averages checks an Average against its
+cells, published_names pairs rows with reproduced models. The tables that ship with the project live in
+``toolbench_adapter/data/published/``, listed in its ``index.json`` with the repository, file and commit each
+comes from.
 """
 
 from __future__ import annotations
 
-import csv
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import InputError
-from ..queries import GROUP_LABELS, GROUPS
-from .aggregates import AVERAGE, BoardLine
+from ..queries import GROUP_LABELS
+from .aggregates import BoardLine
+from .published_averages import (  # noqa: F401  (the checks are part of this module's interface)
+    FOLLOWS,
+    NOT_FOLLOWING,
+    STD_DIFFERS,
+    AverageCheck,
+    averages_text,
+    check_average,
+    check_averages,
+    followed_by,
+)
+from .published_cells import PublishedCell, parse_cell, prints_as  # noqa: F401
+from .published_columns import METRICS, column_key, metric_word  # noqa: F401
+from .published_grids import find_grids
+from .published_names import BY_MATCH, BY_PRESET, BY_WORDS, normalise, pair_rows, unmatched_text  # noqa: F401
+from .published_tables import PublishedRow, PublishedTable, tables_from_grid
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data" / "published"
 SETS = ("stb", "toolbench", "all")
-KINDS = {"inst": "instruction", "cat": "category", "tool": "tool"}
-CELL_RE = re.compile(r"^\s*(-?\d+(?:\.(\d+))?)\s*(?:±\s*(\d+(?:\.\d+)?))?\s*%?\s*$")
+FORMS = "Markdown (| cells |), LaTeX (\\begin{tabular}), CSV or TSV"
 EXACT, ROUNDING, DIFFERS, NO_LABELS = "exact", "within rounding", "differs", "no reproduced labels"
-FOLLOWS, NOT_FOLLOWING = "follows", "DOES NOT FOLLOW"
 
 
-@dataclass
-class PublishedCell:
-    text: str
-    mean: float
-    std: float | None
-    decimals: int
-
-    @property
-    def unit(self) -> float:
-        """One unit of the last printed digit."""
-        return 10.0 ** -self.decimals
-
-
-@dataclass
-class PublishedRow:
-    name: str
-    cells: dict[str, PublishedCell] = field(default_factory=dict)  # group or AVERAGE -> cell
-
-
-@dataclass
-class PublishedTable:
-    id: str
-    title: str
+@dataclass(frozen=True)
+class MetricChoice:
+    """``--published-metric``: METRIC for every table, N=METRIC for table N, FILE#N=METRIC for one file's."""
     metric: str
-    rows: list[PublishedRow]
-    path: Path
-    scale: float = 1.0  # multiply a cell by this to get a percentage
-    meta: dict = field(default_factory=dict)
+    number: int | None = None
+    file: str | None = None
+    text: str = ""
 
-    @property
-    def provenance(self) -> str:
-        source = self.meta.get("source")
-        if not source:
-            return str(self.path)
-        return f"{source['repo']} {source['path']} @ {source['commit'][:7]}"
+    def applies(self, table: PublishedTable) -> bool:
+        if self.number is not None and table.number != self.number:
+            return False
+        return self.file is None or self.file in (str(table.path), table.path.name)
 
 
-def column_key(header: str) -> str | None:
-    """The group (or AVERAGE) a header names; None for the method column and std-error columns."""
-    text = re.sub(r"[^a-z0-9]", "", header.lower())
-    if "stderr" in text or "stderror" in text:
-        return None
-    if text in ("average", "avg", "winrate", "passrate", "mean"):
-        return AVERAGE
-    match = re.match(r"^[ig]([123])(inst|cat|tool)", text)
-    if not match:
-        return None
-    group = f"G{match.group(1)}_{KINDS[match.group(2)]}"
-    return group if group in GROUPS else None
+def parse_metric_choice(text: str) -> MetricChoice:
+    where, sep, name = text.rpartition("=")
+    metric = metric_word(name) if name.strip() not in METRICS else name.strip()
+    if metric is None:
+        raise InputError(f"--published-metric {text!r}: {name!r} is not a metric", field="--published-metric",
+                         fix="SoPR (pass rate), SoWR (win rate) or FAC; for one table N=SoWR or FILE#N=SoWR")
+    if not sep:
+        return MetricChoice(metric, text=text)
+    file, hash_, number = where.rpartition("#")
+    if not number.strip().isdigit():
+        raise InputError(f"--published-metric {text!r}: {where!r} is not a table number", field="--published-metric",
+                         fix="N=METRIC (the N of 'FILE#N' in the output) or FILE#N=METRIC")
+    return MetricChoice(metric, int(number), file.strip() if hash_ else None, text)
 
 
-def parse_cell(text: str) -> PublishedCell | None:
-    match = CELL_RE.match(text)
-    if not match:
-        return None
-    std = float(match.group(3)) if match.group(3) is not None else None
-    return PublishedCell(text.strip(), float(match.group(1)), std, len(match.group(2) or ""))
-
-
-def _markdown_rows(path: Path, text: str) -> list[list[str]]:
-    rows = []
-    for line in text.splitlines():
-        line = line.strip()
-        if not line.startswith("|"):
-            if rows:
-                break  # the first table only
-            continue
-        cells = [c.strip() for c in line.strip("|").split("|")]
-        if all(re.fullmatch(r":?-{2,}:?", c) for c in cells if c):
-            continue  # the separator row
-        rows.append(cells)
-    if not rows:
-        raise InputError("no Markdown table found", path=path, fix="a table of lines '| Method | I1 Inst | ... |'")
-    return rows
-
-
-def read_table(path: str | Path, *, metric: str | None = None, meta: dict | None = None) -> PublishedTable:
-    """A published table from a Markdown (first table in the file) or CSV file."""
+def read_tables(path: str | Path, *, meta: dict | None = None) -> list[PublishedTable]:
+    """Every published table in a file (numbered 1, 2, ... in file order: FILE#N)."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InputError("published table not found", path=path,
-                         fix=f"pass a Markdown or CSV file, or one of {', '.join(SETS)}") from None
-    grid = list(csv.reader(text.splitlines())) if path.suffix == ".csv" else _markdown_rows(path, text)
-    if len(grid) < 2:
-        raise InputError("published table has no rows", path=path,
-                         fix="a header line (Method, I1 Inst, ..., Average) and one line per model")
-    header, body = grid[0], [r for r in grid[1:] if any(c.strip() for c in r)]
-    keys = [column_key(h) for h in header]
-    if not any(k in GROUP_LABELS for k in keys):
-        raise InputError(f"no group columns recognised in the header {header}", path=path, field="header",
-                         fix="name columns like 'I1 Inst', 'I2 Category', 'G3_instruction' and 'Average'")
-    rows = []
-    for number, cells in enumerate(body, start=2):
-        row = PublishedRow(cells[0].strip())
-        if len(cells) != len(header):
-            raise InputError(f"{len(cells)} cells where the header has {len(header)}", path=path,
-                             field=f"row {number} ({row.name})", fix="one cell per column ('–' for none)")
-        for key, cell_text in zip(keys[1:], cells[1:], strict=True):
-            if key is None or cell_text.strip() in ("", "-", "–"):
-                continue
-            cell = parse_cell(cell_text)
-            if cell is None:
-                raise InputError(f"cell {cell_text!r} is not a number or mean±std", path=path,
-                                 field=f"row {number} ({row.name})", fix="write cells as 52.2±1.1 or 60.7")
-            row.cells[key] = cell
-        rows.append(row)
+                         fix=f"pass a {FORMS} file, or one of {', '.join(SETS)}") from None
+    tables: list[PublishedTable] = []
+    problems: list[str] = []
+    for grid in find_grids(path, text):
+        found, trouble = tables_from_grid(grid, path)
+        tables += found
+        problems += trouble
+    if not tables:
+        seen = "; ".join(problems) if problems else "no table found"
+        raise InputError(f"no readable published table ({seen})", path=path,
+                         fix=f"a {FORMS} table with a header (Method, I1 Inst, ..., Average) and one line per model")
     meta = meta or {}
-    has_std = any(c.std is not None for r in rows for c in r.cells.values())
-    metric = metric or meta.get("metric") or ("SoPR" if has_std else "SoWR")
-    return PublishedTable(meta.get("id", path.stem), meta.get("title", path.name), metric, rows, path,
-                          float(meta.get("scale", 1)), meta)
+    for number, table in enumerate(tables, start=1):
+        table.number = number
+        table.id = meta.get("id") or f"{path.name}#{number}"
+        table.title = meta.get("title") or f"{path.name}#{number}"
+        table.meta = meta
+        if meta.get("metric"):
+            table.metric, table.metric_source = meta["metric"], "index.json"
+        if "scale" in meta:
+            table.scale = float(meta["scale"])
+        if number == 1:
+            table.notes += [f"not read: {p}" for p in problems]
+    return tables
+
+
+def read_table(path: str | Path, *, metric: str | None = None, meta: dict | None = None) -> PublishedTable:
+    """The first table of a file."""
+    table = read_tables(path, meta=meta)[0]
+    if metric:
+        table.metric, table.metric_source = metric, "--published-metric"
+    return table
 
 
 def shipped_index() -> list[dict]:
     return json.loads((DATA_DIR / "index.json").read_text(encoding="utf-8"))["tables"]
 
 
-def load_published(spec: str, metric: str | None = None) -> list[PublishedTable]:
-    """``stb`` / ``toolbench`` / ``all`` (shipped sets), a shipped table id, or a Markdown / CSV file."""
+def load_published(spec: str, metrics: list[MetricChoice] | str | None = None) -> list[PublishedTable]:
+    """``stb`` / ``toolbench`` / ``all`` (shipped sets), a shipped table id, a file, or FILE#N (its table N)."""
     index = shipped_index()
     chosen = [t for t in index if spec == "all" or t["set"] == spec or t["id"] == spec]
     if chosen:
-        return [read_table(DATA_DIR / t["file"], meta=t) for t in chosen]
-    if not Path(spec).exists():
+        return [table for t in chosen for table in read_tables(DATA_DIR / t["file"], meta=t)]
+    path, number = Path(spec), None
+    if not path.exists() and "#" in spec:
+        file, _, tail = spec.rpartition("#")
+        if tail.isdigit():
+            path, number = Path(file), int(tail)
+    if not path.exists():
         raise InputError(f"--published {spec!r} is neither a file nor a shipped table", field="--published",
-                         fix=f"pass a Markdown / CSV file, {', '.join(SETS)}, or one of "
+                         fix=f"pass a {FORMS} file (FILE#N for its table N), {', '.join(SETS)}, or one of "
                          f"{', '.join(t['id'] for t in index)}")
-    return [read_table(spec, metric=metric)]
+    tables = read_tables(path)
+    if number is not None:
+        picked = [t for t in tables if t.number == number]
+        if not picked:
+            raise InputError(f"{path} holds {len(tables)} table{'s' if len(tables) != 1 else ''}, no #{number}",
+                             field="--published", fix=f"one of {', '.join(t.id for t in tables)}")
+        tables = picked
+    if isinstance(metrics, str):
+        metrics = [MetricChoice(metrics)]
+    for choice in metrics or []:
+        for table in tables:
+            if choice.applies(table):
+                table.metric, table.metric_source = choice.metric, f"--published-metric {choice.text or choice.metric}"
+    return tables
 
 
-# ---- the Average against its own cells ------------------------------------------------------------
+def load_all(specs: list[str], metric_texts: list[str] | None = None) -> list[PublishedTable]:
+    """Every --published spec; each --published-metric must apply to a table read."""
+    choices = [parse_metric_choice(text) for text in metric_texts or []]
+    tables = [table for spec in specs for table in load_published(spec, choices)]
+    files = [t for t in tables if not t.meta]
+    for choice in choices:
+        if not any(choice.applies(t) for t in files):
+            raise InputError(f"--published-metric {choice.text!r} names no table read from a file",
+                             field="--published-metric",
+                             fix=("tables read: " + ", ".join(t.id for t in files)) if files else
+                             "it sets the metric of a --published FILE (shipped tables carry theirs in index.json)")
+    return tables
 
 
-@dataclass
-class AverageCheck:
-    table: PublishedTable
-    row: PublishedRow
-    printed: PublishedCell
-    mean: float
-    std: float | None
-    tolerance: float
-    mark: str
-
-    @property
-    def off_text(self) -> str:
-        digits = min(self.printed.decimals + 2, 6)
-        text = f"{abs(self.mean - self.printed.mean):.{digits}f}"
-        return text + (f"±{abs(self.std - self.printed.std):.{digits}f}" if self.std is not None else "")
-
-    @property
-    def computed_text(self) -> str:
-        digits = min(self.printed.decimals + 2, 6)
-        text = f"{self.mean:.{digits}f}"
-        return text + (f"±{self.std:.{digits}f}" if self.std is not None else "")
-
-
-def check_average(table: PublishedTable, row: PublishedRow) -> AverageCheck | None:
-    """None when the row has no Average or not all six groups (nothing to check it against)."""
-    printed = row.cells.get(AVERAGE)
-    cells = [row.cells.get(g) for g in GROUPS]
-    if printed is None or any(c is None for c in cells):
-        return None
-    mean = sum(c.mean for c in cells) / len(cells)
-    stds = [c.std for c in cells]
-    std = sum(stds) / len(stds) if printed.std is not None and all(s is not None for s in stds) else None
-    # the cells were rounded (half a unit each, at most) and so was the Average (half its unit); a cell printed
-    # as "65" beside "60.5" is 65.0, so the row's finest cell sets the cells' unit
-    tolerance = printed.unit / 2 + min(c.unit for c in cells) / 2 + 1e-9
-    off = [abs(mean - printed.mean)] + ([abs(std - printed.std)] if std is not None else [])
-    same = f"{mean:.{printed.decimals}f}" == f"{printed.mean:.{printed.decimals}f}" and (
-        std is None or f"{std:.{printed.decimals}f}" == f"{printed.std:.{printed.decimals}f}")
-    mark = FOLLOWS if same else ROUNDING if max(off) <= tolerance else NOT_FOLLOWING
-    return AverageCheck(table, row, printed, mean, std, tolerance, mark)
+def reading_lines(table: PublishedTable) -> list[str]:
+    """What was read: the metric and where it came from, the columns, and anything not read."""
+    numbers, empty, unreadable = table.count_cells()
+    source = table.metric_source or "index.json"
+    source = (f"{source}; say it with --published-metric {table.number}=SoPR|SoWR|FAC"
+              if source.startswith("guessed") else f"from {source}")
+    lines = [f"  metric {table.metric} ({source}); {table.form or 'table'} "
+             f"at line {table.line}: {len(table.rows)} rows, {numbers} numeric cells, {empty} not reported"
+             + (f", {unreadable} unreadable" if unreadable else "")]
+    columns = ", ".join(f"{header}={GROUP_LABELS.get(key, key)}" if normalise(header) != normalise(
+        GROUP_LABELS.get(key, key)) else header for header, key in table.columns)
+    lines.append(f"  columns read: {columns}")
+    if table.not_placed:
+        lines.append("  not placed: " + "; ".join(table.not_placed))
+    for row in table.rows:
+        for column, text in row.unreadable.items():
+            lines.append(f"  unreadable cell (not compared): {row.name}, {GROUP_LABELS.get(column, column)}: "
+                         f"{text!r} (line {row.line})")
+    lines += [f"  {note}" for note in table.notes]
+    return lines
 
 
-def check_averages(table: PublishedTable) -> list[AverageCheck]:
-    return [check for row in table.rows if (check := check_average(table, row)) is not None]
-
-
-def averages_text(tables: list[PublishedTable], *, only_flagged: bool = False) -> str:
+def readings_text(tables: list[PublishedTable]) -> str:
+    """What was read from each --published file (the shipped tables are known)."""
     lines = []
-    for table in tables:
-        checks = check_averages(table)
-        flagged = [c for c in checks if c.mark == NOT_FOLLOWING]
-        near = sum(1 for c in checks if c.mark == ROUNDING)
-        lines.append(f"Averages of {table.title} ({table.provenance}): {len(checks) - len(flagged)} of "
-                     f"{len(checks)} printed Averages follow from their six cells ({near} only within rounding), "
-                     f"{len(flagged)} do not")
-        if table.meta.get("notes"):
-            lines.append(f"  note: {table.meta['notes']}")
-        for check in checks if not only_flagged else flagged:
-            flag = f"  <-- off by {check.off_text}" if check.mark == NOT_FOLLOWING else ""
-            lines.append(f"  {check.row.name:<30} printed {check.printed.text:<10} its cells give "
-                         f"{check.computed_text:<16} {check.mark}{flag}")
-        unchecked = len(table.rows) - len(checks)
-        if unchecked:
-            lines.append(f"  ({unchecked} rows without an Average or all six cells: not checked)")
-    return "\n".join(lines) + "\n"
+    for table in (t for t in tables if not t.meta):
+        lines.append(f"Read {table.title} ({table.provenance})")
+        lines += reading_lines(table)
+    return "\n".join(lines) + "\n" if lines else ""
 
 
 # ---- published against reproduced --------------------------------------------------------------------
-
-
-def normalise(name: str) -> str:
-    return re.sub(r"[^a-z0-9]", "", name.lower())
 
 
 @dataclass
@@ -251,24 +209,35 @@ class CellComparison:
 class Comparison:
     table: PublishedTable
     cells: list[CellComparison]
+    pairs: dict = field(default_factory=dict)  # published row name -> Pair (how it was paired)
+    models: list[str] = field(default_factory=list)  # the reproduced models of the table's metric
+    unrounded: dict = field(default_factory=dict)  # row name -> the reproduced (unrounded) Average
 
     def count(self, mark: str) -> int:
         return sum(1 for c in self.cells if c.mark == mark)
 
     @property
+    def not_reported(self) -> int:
+        return sum(len(r.not_reported) for r in self.table.rows)
+
+    @property
+    def unreadable(self) -> int:
+        return self.table.count_cells()[2]
+
+    @property
     def summary(self) -> str:
-        return (f"{self.count(EXACT)} of {len(self.cells)} published cells reproduced exactly "
-                f"({self.count(ROUNDING)} within rounding, {self.count(DIFFERS)} differ, "
-                f"{self.count(NO_LABELS)} without reproduced labels)")
+        text = (f"{self.count(EXACT)} of {len(self.cells)} published cells reproduced exactly, "
+                f"{self.count(ROUNDING)} within rounding, {self.count(DIFFERS)} differ, "
+                f"{self.count(NO_LABELS)} without labels, {self.not_reported} not reported")
+        return text + (f", {self.unreadable} unreadable" if self.unreadable else "")
 
 
-def _find_line(table: PublishedTable, row: PublishedRow, lines: list[BoardLine],
-               matches: dict[str, str]) -> BoardLine | None:
-    wanted = normalise(matches.get(row.name, row.name))
-    candidates = [line for line in lines if normalise(line.model) == wanted]
+def _lines_of(table: PublishedTable, model: str, lines: list[BoardLine], matches: dict[str, str]) -> BoardLine | None:
+    candidates = [line for line in lines if line.model == model]
     reference = table.meta.get("reference")
     if reference and len(candidates) > 1:  # SoWR: the published reference model, when the labels say it
-        target = normalise(matches.get(reference, reference))
+        wanted = {normalise(k): v for k, v in matches.items()}
+        target = normalise(wanted.get(normalise(reference), reference))  # --match, or the example's pairing
         candidates = [c for c in candidates if normalise(c.reference or "") == target] or candidates
     return candidates[0] if candidates else None
 
@@ -276,24 +245,29 @@ def _find_line(table: PublishedTable, row: PublishedRow, lines: list[BoardLine],
 def _mark(published: PublishedCell, value: float, std: float | None, scale: float) -> tuple[str, float]:
     mean = value / scale
     diff = mean - published.mean
-    same = f"{mean:.{published.decimals}f}" == f"{published.mean:.{published.decimals}f}"
+    same = prints_as(mean, published.mean, published.decimals)
     close = abs(diff) <= published.unit + 1e-9
     if published.std is not None and std is not None:
         std = std / scale
-        same = same and f"{std:.{published.decimals}f}" == f"{published.std:.{published.decimals}f}"
+        same = same and prints_as(std, published.std, published.decimals)
         close = close and abs(std - published.std) <= published.unit + 1e-9
     return (EXACT if same else ROUNDING if close else DIFFERS), diff
 
 
 def compare(table: PublishedTable, lines: list[BoardLine], matches: dict[str, str] | None = None,
-            describe=None) -> Comparison:
-    """Every published cell against the reproduced board line its row matches (``matches``: published row
-    name -> reproduced model; otherwise names equal up to case and punctuation). ``describe(score)`` labels
+            describe=None, preset: dict[str, str] | None = None) -> Comparison:
+    """Every published cell against the reproduced board line its row pairs with (published_names: ``--match``
+    (``matches``: published row -> reproduced model), equal names up to case and punctuation, or the same name
+    words; ``preset``: a pairing the project knows, such as the released example's). ``describe(score)`` labels
     a reproduced cell with its data (e.g. "3 queries")."""
     matches = matches or {}
+    models = list(dict.fromkeys(line.model for line in lines))
+    pairs = pair_rows([row.name for row in table.rows], models, matches, preset)
     out = []
+    unrounded = {}
     for row in table.rows:
-        line = _find_line(table, row, lines, matches)
+        pair = pairs.get(row.name)
+        line = _lines_of(table, pair.model, lines, {**(preset or {}), **matches}) if pair else None
         for column, cell in row.cells.items():
             score = line.value(column) if line is not None else None
             if score is None:
@@ -305,21 +279,29 @@ def compare(table: PublishedTable, lines: list[BoardLine], matches: dict[str, st
             if describe is not None:
                 text += f" ({describe(score)})"
             out.append(CellComparison(row, column, cell, text, diff, mark, line))
-    return Comparison(table, out)
+        if line is not None and (average := line.value("Average")) is not None:
+            unrounded[row.name] = average.mean / table.scale
+    return Comparison(table, out, pairs, models, unrounded)
 
 
 def comparison_text(comparison: Comparison) -> str:
     table = comparison.table
     judge = table.meta.get("judge")
     lines = [f"Published: {table.title} ({table.provenance}" + (f"; judge {judge}" if judge else "") + ")"]
-    compared = [c for c in comparison.cells if c.mark != NO_LABELS or c.line is not None]
+    if not table.meta:
+        lines += reading_lines(table)
     by_row: dict[str, list[CellComparison]] = {}
-    for cell in compared:
-        by_row.setdefault(cell.row.name, []).append(cell)
+    for cell in comparison.cells:
+        if cell.line is not None:
+            by_row.setdefault(cell.row.name, []).append(cell)
     if by_row:
         lines.append(f"  {'column':<8} {'published':>10}  {'reproduced':<34} {'difference':>10}  mark")
+    rows = {row.name: row for row in table.rows}
     for name, cells in by_row.items():
-        lines.append(f"  {name} = reproduced {cells[0].line.name}")
+        pair = comparison.pairs.get(name)
+        how = {BY_MATCH: " (--match)", BY_WORDS: " (the same name words)",
+               BY_PRESET: " (the released example's pairing)"}.get(pair.how if pair else "", "")
+        lines.append(f"  {name} = reproduced {cells[0].line.name}{how}")
         for cell in (c for c in cells if c.mark != NO_LABELS):
             label = GROUP_LABELS.get(cell.column, cell.column)
             lines.append(f"  {label:<8} {cell.published.text:>10}  {cell.reproduced:<34} "
@@ -327,9 +309,15 @@ def comparison_text(comparison: Comparison) -> str:
         missing = [GROUP_LABELS.get(c.column, c.column) for c in cells if c.mark == NO_LABELS]
         if missing:
             lines.append(f"  {'':<8} {len(missing)} published cells without reproduced labels: {', '.join(missing)}")
-    unmatched = [row.name for row in table.rows if row.name not in by_row]
-    if unmatched:
-        lines.append(f"  no reproduced labels for {len(unmatched)} published rows: {', '.join(unmatched)}"
-                     " (name them with --match 'PUBLISHED ROW=MODEL')")
+        empty = [GROUP_LABELS.get(c, c) for c in rows[name].not_reported]
+        if empty:
+            lines.append(f"  {'':<8} {len(empty)} not reported in the table: {', '.join(empty)}")
+        followed = followed_by(rows[name], comparison.unrounded.get(name))
+        if followed:
+            lines.append(f"  {'':<8} {followed}")
+    unmatched = [row.name for row in table.rows if row.name not in comparison.pairs and row.cells]
+    paired_models = {pair.model for pair in comparison.pairs.values()}
+    spare = [m for m in comparison.models if m not in paired_models]
+    lines += unmatched_text(unmatched, spare)
     lines.append("  " + comparison.summary)
     return "\n".join(lines) + "\n"

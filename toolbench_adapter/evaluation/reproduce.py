@@ -15,6 +15,7 @@ from pathlib import Path
 from ..errors import InputError
 from . import aggregates, published
 from .labelsets import FoundLabels, discover_all
+from .published_names import closest
 from .results import ScoreRow, rows_from_label_file
 from .scores import MODE_NOTES, STRICT, UPSTREAM, Score
 
@@ -184,12 +185,12 @@ def compare_published(result: Reproduction, tables: list[published.PublishedTabl
                       matches: dict[str, str] | None = None) -> list[published.Comparison]:
     """Each published table against the reproduced upstream board of its metric (published figures use
     upstream's denominators)."""
-    pairing = dict(EXAMPLE_MATCHES) if result.example else {}
-    pairing.update(matches or {})
+    preset = dict(EXAMPLE_MATCHES) if result.example else {}
     out = []
     for table in tables:
         board = result.board(table.metric, UPSTREAM)
-        out.append(published.compare(table, board.lines if board else [], pairing, describe=describe_score))
+        out.append(published.compare(table, board.lines if board else [], matches, describe=describe_score,
+                                     preset=preset))
     return out
 
 
@@ -198,10 +199,29 @@ def published_text(comparisons: list[published.Comparison]) -> str:
              "figure, within rounding = at most one unit of the last printed digit apart)"]
     for comparison in comparisons:
         parts.append(published.comparison_text(comparison).rstrip("\n"))
-    total = sum(len(c.cells) for c in comparisons)
-    exact = sum(c.count(published.EXACT) for c in comparisons)
-    parts.append(f"Overall: {exact} of {total} published cells reproduced exactly")
+    if len(comparisons) > 1:
+        total = sum(len(c.cells) for c in comparisons)
+        counts = [sum(c.count(mark) for c in comparisons) for mark in
+                  (published.EXACT, published.ROUNDING, published.DIFFERS, published.NO_LABELS)]
+        parts.append(f"Overall: {counts[0]} of {total} published cells reproduced exactly, {counts[1]} within "
+                     f"rounding, {counts[2]} differ, {counts[3]} without labels, "
+                     f"{sum(c.not_reported for c in comparisons)} not reported")
     return "\n\n".join(parts) + "\n"
+
+
+def unpaired_fix(comparisons: list[published.Comparison], result: Reproduction) -> str:
+    """When no published row pairs with a reproduced model: each table's rows beside the models of its metric,
+    with the closest candidates and ready --match lines."""
+    lines = ["pair them with --match 'PUBLISHED ROW=MODEL' (compared up to case, spaces and punctuation)"]
+    for comparison in comparisons:
+        table = comparison.table
+        lines.append(f"{table.title} ({table.metric}):")
+        lines += published.unmatched_text([row.name for row in table.rows], comparison.models, indent="  ",
+                                          example=True)
+    models = sorted({line.model for board in result.boards() for line in board.lines})
+    metrics = sorted({board.metric for board in result.boards()})
+    lines.append(f"reproduced models: {', '.join(models)} (metrics {', '.join(metrics)})")
+    return "\n".join(lines)
 
 
 def parse_matches(pairs: list[str]) -> dict[str, str]:
@@ -213,3 +233,21 @@ def parse_matches(pairs: list[str]) -> dict[str, str]:
                              fix="e.g. --match 'GPT-3.5-Turbo-0613 (CoT)=chatgpt_cot'")
         matches[name.strip()] = model.strip()
     return matches
+
+
+def check_matches(matches: dict[str, str], tables: list[published.PublishedTable], result: Reproduction) -> None:
+    """A --match naming a row no table has, or a model the labels do not hold, is a typo: say so, with the
+    closest names, rather than leave the row unpaired."""
+    rows = list(dict.fromkeys(row.name for table in tables for row in table.rows))
+    models = sorted({line.model for board in result.boards() for line in board.lines})
+    known_rows = {published.normalise(r) for r in rows}
+    known_models = {published.normalise(m) for m in models}
+    for row, model in matches.items():
+        if published.normalise(row) not in known_rows:
+            near = ", ".join(f"'{name}'" for name, _ in closest(row, rows)) or "none"
+            raise InputError(f"--match '{row}={model}': no published row is named '{row}'", field="--match",
+                             fix=f"closest published rows: {near} (compared up to case, spaces and punctuation)")
+        if published.normalise(model) not in known_models:
+            near = ", ".join(name for name, _ in closest(model, models)) or "none"
+            raise InputError(f"--match '{row}={model}': the labels hold no model '{model}'", field="--match",
+                             fix=f"closest reproduced models: {near}")

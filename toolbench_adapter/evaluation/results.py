@@ -74,8 +74,10 @@ def rows_from_label_file(path: Path, test_ids_dir: str | Path | None = None,
     ``group`` / ``model`` name a per-model-folder file (``{model}/{group}.json``); otherwise the file name does."""
     if group is None and is_preference_file(path):
         prefs = read_preference_file(path)
-        return [ScoreRow(prefs.output, prefs.group, sowr(prefs.wins, mode=mode), reference=prefs.reference,
-                         source=str(path)) for mode in (UPSTREAM, CORRECTED)]
+        # a query with a failed round has no outcome: left out of SoWR, its failed rounds counted as errors
+        decided = {qid: wins for qid, wins in prefs.wins.items() if qid not in prefs.failed}
+        return [ScoreRow(prefs.output, prefs.group, sowr(decided, mode=mode, errors=sum(prefs.failed.values())),
+                         reference=prefs.reference, source=str(path)) for mode in (UPSTREAM, CORRECTED)]
     labels = read_label_file(path, group, model)
     common = {"method": labels.method, "judge": labels.judge, "source": str(path)}
     rows = [ScoreRow(labels.model, labels.group, sopr(labels.labels, evaluate_times=evaluate_times), **common)]

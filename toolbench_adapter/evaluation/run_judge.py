@@ -22,7 +22,7 @@ class JudgeOutcome:
     run: JudgeRun
     rows: list[ScoreRow]
     label_file: Path
-    score_file: Path
+    score_file: Path | None  # None: judgements failed and the scores were not asked for anyway
 
 
 def read_converted(path: str | Path) -> dict:
@@ -47,7 +47,13 @@ def names_from_path(path: str | Path) -> tuple[str, str]:
 def judge_file(converted_path: str | Path, judge: FunctionJudge, out_dir: str | Path, *, group: str, model: str,
                evaluate_times: int = 3, test_ids_dir: str | Path | None = None, concurrency: int = 4,
                cache_path: str | Path | None = None, progress: bool = True,
-               executor: JudgeExecutor | None = None) -> JudgeOutcome:
+               executor: JudgeExecutor | None = None, score_anyway: bool = False,
+               judge_label: str | None = None, meta_extra: dict | None = None) -> JudgeOutcome:
+    """Labels are always written (a failed judgement is stored as JudgeError with its reason); the score file
+    only when every judgement has a verdict, or with ``score_anyway`` (failed ones left out of the scores).
+    ``judge_label``: the judge as the meta file and the score rows name it (default ``judge.name``; tba evaluate
+    adds its marks, e.g. self-judged); ``meta_extra``: more fields for the meta file."""
+    judge_label = judge_label or judge.name
     converted = read_converted(converted_path)
     test_ids = load_test_ids(test_ids_dir, group)
     if test_ids_dir is not None and test_ids is None:
@@ -59,27 +65,31 @@ def judge_file(converted_path: str | Path, judge: FunctionJudge, out_dir: str | 
     methods = sorted({str(e["answer"].get("method")) for e in converted.values() if isinstance(e, dict)
                       and isinstance(e.get("answer"), dict) and e["answer"].get("method")})
     method = methods[0] if len(methods) == 1 else (", ".join(methods) or None)
-    meta = {"judge": judge.name, "mode": judge.mode, "evaluator": judge.spec.name,
+    meta = {"judge": judge_label, "mode": judge.mode, "evaluator": judge.spec.name,
             "evaluator_path": str(judge.spec.path), "evaluator_sha256": judge.spec.fingerprint,
             "temperature": judge.temperature, "max_tokens": judge.max_tokens, "evaluate_times": evaluate_times,
             "group": group, "model": model, "method": method, "converted": str(converted_path),
             "queries": len(run.entries), "requests": run.requests, "cache_hits": run.cache_hits,
-            "judge_errors": run.errors, "malformed_replies": judge.malformed, "seconds": round(time.time() - started, 2)}
+            "judge_errors": run.errors, "malformed_replies": judge.malformed, "seconds": round(time.time() - started, 2),
+            **(meta_extra or {})}
     label_file = write_label_files(out_dir, group, model, run.entries, meta)
     labels = run.labels()
-    common = {"method": method, "judge": judge.name, "source": str(label_file)}
+    common = {"method": method, "judge": judge_label, "source": str(label_file)}
     rows = [ScoreRow(model, group, sopr(labels, evaluate_times=evaluate_times), **common)]
     if test_ids is not None:
         rows.append(ScoreRow(model, group, sopr(labels, mode=STRICT, evaluate_times=evaluate_times,
                                                 test_ids=test_ids), **common))
-    score_file = write_score_file(Path(out_dir) / f"scores_{group}_{model}.json", rows)
+    score_file = None
+    if not run.errors or score_anyway:
+        score_file = write_score_file(Path(out_dir) / f"scores_{group}_{model}.json", rows)
     return JudgeOutcome(run, rows, label_file, score_file)
 
 
 def fac_file(converted_path: str | Path, client, out_dir: str | Path, *, group: str, model: str,
              test_ids_dir: str | Path | None = None, unwrap_finish: bool = False,
-             concurrency: int = 4) -> tuple[FacRun, ScoreRow, Path]:
-    """FAC of one converted file over the test ids (all converted ids without an id folder)."""
+             concurrency: int = 4, score_anyway: bool = False) -> tuple[FacRun, ScoreRow, Path]:
+    """FAC of one converted file over the test ids (all converted ids without an id folder). The records are
+    always written; the score file only when every judgement has a verdict, or with ``score_anyway``."""
     converted = read_converted(converted_path)
     ids = load_test_ids(test_ids_dir, group)
     if test_ids_dir is not None and ids is None:
@@ -93,5 +103,6 @@ def fac_file(converted_path: str | Path, client, out_dir: str | Path, *, group: 
     out_dir = Path(out_dir)
     write_text_atomic(out_dir / f"fac_{group}_{model}.json", json.dumps(payload, ensure_ascii=False, indent=2))
     row = ScoreRow(model, group, score, judge=client.name, source=str(converted_path))
-    write_score_file(out_dir / f"scores_fac_{group}_{model}.json", [row])
+    if not run.errors or score_anyway:
+        write_score_file(out_dir / f"scores_fac_{group}_{model}.json", [row])
     return run, row, out_dir / f"fac_{group}_{model}.json"

@@ -2,7 +2,7 @@
 
 SoPR (``eval_pass_rate.py``): per repeat r, score_r = sum of label points (Solved 1, Unsure 0.5, else 0) / the
 number of labelled queries; reported mean and population std of the score_r, times 100. ``upstream`` divides by
-the *answered* queries (STB issue #37); ``strict`` divides by the whole test set and counts a missing answer as
+the *judged* queries, every answer file there is (STB issue #37); ``strict`` divides by the whole test set and counts a missing answer as
 Unsolved. SoWR (``eval_preference.py``): a query is won when the output model got more rounds than the
 reference; ``upstream`` = wins / all ids (a tie counts nothing), ``corrected`` counts a tie as half a win.
 """
@@ -18,7 +18,7 @@ from .labels import Label
 
 UPSTREAM, STRICT, CORRECTED = "upstream", "strict", "corrected"
 MODE_NOTES = {
-    ("SoPR", UPSTREAM): "Solved 1, Unsure 0.5; denominator = answered queries (StableToolBench)",
+    ("SoPR", UPSTREAM): "Solved 1, Unsure 0.5; denominator = judged queries, every answer file (StableToolBench)",
     ("SoPR", STRICT): "Solved 1, Unsure 0.5; denominator = whole test set, missing answers Unsolved",
     ("SoWR", UPSTREAM): "wins / all ids, ties count 0 (StableToolBench)",
     ("SoWR", CORRECTED): "(wins + ties/2) / all ids",
@@ -37,7 +37,7 @@ class Score:
     std: float = 0.0
     n: int = 0  # the denominator
     runs: list[float] = field(default_factory=list)
-    errors: int = 0  # judge errors counted as 0
+    errors: int = 0  # failed judgements (no verdict): left out of the score, counted here
     missing: int = 0  # test ids without an answer (strict only)
     ties: int = 0
 
@@ -66,10 +66,12 @@ def evaluate_times_of(labels: Mapping[str, Mapping[int, Label]]) -> int:
 
 def sopr(labels: Mapping[str, Mapping[int, Label]], *, mode: str = UPSTREAM, evaluate_times: int | None = None,
          test_ids: Iterable[str] | None = None) -> Score:
+    """A failed judgement (Label.ERROR: no verdict) is no outcome of the query: it is left out of its repeat's
+    numerator and denominator alike and counted in ``errors``, never scored as Unsolved. ``n``: the queries with a
+    verdict in some repeat (0 when every judgement failed)."""
     times = evaluate_times or evaluate_times_of(labels)
     if mode == UPSTREAM:
         counted = {qid: labels[qid] for qid in labels}
-        denominator = len(counted)
         missing = 0
     elif mode == STRICT:
         if test_ids is None:
@@ -77,30 +79,36 @@ def sopr(labels: Mapping[str, Mapping[int, Label]], *, mode: str = UPSTREAM, eva
                              fix="pass --test-ids DIR or --stb-root DIR")
         ids = [str(i) for i in test_ids]
         counted = {qid: labels.get(qid, {}) for qid in ids}
-        denominator = len(ids)
         missing = sum(1 for qid in ids if qid not in labels)
     else:
         raise InputError(f"unknown SoPR mode {mode!r}", fix=f"choose {UPSTREAM} or {STRICT}")
-    if denominator == 0 or times == 0:
-        return Score("SoPR", mode, 0.0, 0.0, denominator, [], 0, missing)
+    errors = sum(1 for repeats in counted.values() for label in repeats.values() if label is Label.ERROR)
+    # a query whose every judgement failed has no outcome at all (a missing answer in strict mode has one: Unsolved)
+    unjudged = sum(1 for repeats in counted.values() if repeats and all(lb is Label.ERROR for lb in repeats.values()))
+    denominator = len(counted) - unjudged
     runs = []
     for repeat in range(times):
+        failed = sum(1 for repeats in counted.values() if repeats.get(repeat) is Label.ERROR)
+        if len(counted) - failed == 0:
+            continue  # nothing judged in this repeat: no score, rather than 0 over nothing
         total = sum(repeats[repeat].points for repeats in counted.values() if repeat in repeats)
-        runs.append(total / denominator)
-    errors = sum(1 for repeats in counted.values() for label in repeats.values() if label is Label.ERROR)
+        runs.append(total / (len(counted) - failed))
+    if not runs:
+        return Score("SoPR", mode, 0.0, 0.0, 0 if errors else denominator, [], errors, missing)
     return Score("SoPR", mode, statistics.fmean(runs) * 100, statistics.pstdev(runs) * 100, denominator,
                  [r * 100 for r in runs], errors, missing)
 
 
-def sowr(wins: Mapping[str, tuple[int, int]], *, mode: str = UPSTREAM) -> Score:
-    """``wins[qid] = (reference rounds won, output rounds won)``; the score is the output model's."""
+def sowr(wins: Mapping[str, tuple[int, int]], *, mode: str = UPSTREAM, errors: int = 0) -> Score:
+    """``wins[qid] = (reference rounds won, output rounds won)``; the score is the output model's. ``errors``:
+    failed rounds of queries left out of ``wins`` (recorded, never scored)."""
     if mode not in (UPSTREAM, CORRECTED):
         raise InputError(f"unknown SoWR mode {mode!r}", fix=f"choose {UPSTREAM} or {CORRECTED}")
     won = sum(1 for ref, out in wins.values() if out > ref)
     ties = sum(1 for ref, out in wins.values() if out == ref)
     total = len(wins)
     credit = won + (ties / 2 if mode == CORRECTED else 0)
-    return Score("SoWR", mode, credit / total * 100 if total else 0.0, 0.0, total, ties=ties)
+    return Score("SoWR", mode, credit / total * 100 if total else 0.0, 0.0, total, errors=errors, ties=ties)
 
 
 def average(scores: list[Score]) -> Score:

@@ -64,6 +64,7 @@ class PreferenceSet:
     output: str
     wins: dict[str, tuple[int, int]]
     source: Path | None = None
+    failed: dict[str, int] = field(default_factory=dict)  # qid -> rounds the judge failed (our meta file says)
 
 
 def split_group(stem: str, path: Path | None = None) -> tuple[str, str]:
@@ -157,7 +158,22 @@ def read_preference_file(path: str | Path) -> PreferenceSet:
         reference, output = _split_pair(pair, models, path)
         for qid, counts in data.items():
             wins[str(qid)] = (int(counts.get(reference, 0)), int(counts.get(output, 0)))
-    return PreferenceSet(group=group, reference=reference, output=output, wins=wins, source=path)
+    return PreferenceSet(group=group, reference=reference, output=output, wins=wins, source=path,
+                         failed=_failed_rounds(path))
+
+
+def _failed_rounds(path: Path) -> dict[str, int]:
+    """Rounds our meta file records as judge failures (no verdict), per query: such a query's win counts are not
+    an outcome. Upstream files have no meta file (their "incomplete" rounds are missing answers, not failures)."""
+    meta_path = path.with_name(path.stem + META_SUFFIX)
+    if not meta_path.exists():
+        return {}
+    rounds = read_json(meta_path).get("rounds")
+    if not isinstance(rounds, dict):
+        return {}
+    failed = {str(qid): sum(1 for record in by_round.values() if isinstance(record, dict) and record.get("error"))
+              for qid, by_round in rounds.items() if isinstance(by_round, dict)}
+    return {qid: count for qid, count in failed.items() if count}
 
 
 def _split_pair(pair: str, models: list[str], path: Path) -> tuple[str, str]:

@@ -7,7 +7,14 @@
   without them, the Thought / Action / Action Input node triples of ``trys`` chains or the DFS ``tree``.
 - ToolBench training-style files (``{"conversations": [{"from": "assistant", "value": ...}]}``, at any
   depth): every assistant value.
-- Folders: every ``.json`` / ``.jsonl`` file below them, recursively, in sorted order.
+- Run folders written by ``tba run`` (a ``manifest.json``): every model call's raw output as the run recorded
+  it in its step records (``steps/`` or ``steps.jsonl``, see ``toolbench_adapter/call_record.py``), with the
+  parser it ran with and the error kind and JSON rung that parser recorded live. A group folder, an answer
+  file or a step file inside a run folder reads the same records for that group or query; the run's own logs
+  (``queries.jsonl``, ``errors.jsonl``, ``manifest.json``) are refused by name. A run written before outputs
+  were recorded is refused (its group folders still read as answer files: only the calls each answer keeps).
+- Folders: every ``.json`` / ``.jsonl`` file below them, recursively, in sorted order; run folders below
+  them are read as run folders.
 
 An assistant message whose content is only the thought (old answer files keep the call in
 ``function_call`` / ``tool_calls``) is turned back into the ReAct text the model wrote:
@@ -25,6 +32,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..protocol.react import ACTION_INPUT_MARKER, ACTION_MARKER, THOUGHT_MARKER
+from ..queries import is_group_name
 
 _MAX_DEPTH = 6
 
@@ -34,6 +42,8 @@ class ModelOutput:
     source: str
     text: str
     message: dict | None = None  # the assistant message, when the output came as one (openai-tools reads it)
+    # read from a run's step records: {"parser", "error", "rung"} as that parser read the output live
+    recorded: dict | None = None
 
 
 def react_text(thought: str, name: str, arguments: str) -> str:
@@ -58,18 +68,142 @@ def message_text(message: dict) -> str:
 def read_outputs(paths: list[str | Path]) -> list[ModelOutput]:
     outputs: list[ModelOutput] = []
     for path in map(Path, paths):
-        if path.is_dir():
-            files = sorted(p for p in path.rglob("*") if p.suffix in (".json", ".jsonl") and p.is_file())
-            if not files:
+        if not path.exists():
+            raise InputError("no such file or folder", path=path, fix="check the path")
+        from_run = read_in_run(path)
+        if from_run is not None:
+            outputs.extend(from_run)
+        elif path.is_dir():
+            runs = sorted(m.parent for m in path.rglob(RUN_MANIFEST) if m.is_file())
+            files = sorted(p for p in path.rglob("*") if p.suffix in (".json", ".jsonl") and p.is_file()
+                           and not any(run in p.parents for run in runs))
+            if not files and not runs:
                 raise InputError("the folder holds no .json or .jsonl files", path=path,
                                  fix="point --input at answer files, a run folder or a JSONL of texts")
+            for run in runs:
+                outputs.extend(read_in_run(run) or [])
             for file in files:
                 outputs.extend(read_file(file))
-        elif path.is_file():
-            outputs.extend(read_file(path))
         else:
-            raise InputError("no such file or folder", path=path, fix="check the path")
+            outputs.extend(read_file(path))
     return outputs
+
+
+# ---------------------------------------------------------------- run folders
+
+RUN_MANIFEST, RUN_STEPS, RUN_STEPS_DIR, FAILED_DIR = "manifest.json", "steps.jsonl", "steps", "failed"
+RUN_LOGS = ("queries.jsonl", "errors.jsonl", RUN_MANIFEST)  # what a run writes about itself: no model text
+
+
+def run_root(path: Path) -> Path | None:
+    """The run folder ``path`` is, or lies in (up to three levels down: RUN/steps/G1_tool/1_CoT@1.jsonl)."""
+    for candidate in [path, *path.parents][:4]:
+        if (candidate / RUN_MANIFEST).is_file():
+            return candidate
+    return None
+
+
+def read_in_run(path: Path) -> list[ModelOutput] | None:
+    """The outputs ``path`` stands for when it is a run folder or lies in one; None when it does not, or when
+    it is a group folder or answer file of a run that recorded no outputs (read as answer files then)."""
+    run = run_root(path)
+    if run is None:
+        return None
+    parts = path.relative_to(run).parts
+    if parts == (RUN_STEPS,):
+        parts = ()  # the joined step records: the whole run
+    elif parts == (FAILED_DIR,):
+        return None  # the partial trees of failed queries: read as answer files
+    elif parts[:1] in ((RUN_STEPS_DIR,), (FAILED_DIR,)):
+        parts = parts[1:]  # steps/{group}/{query}.jsonl, failed/{group}/{query}.json: the same query's records
+    elif len(parts) == 1 and parts[0] in RUN_LOGS:
+        raise InputError(f"{parts[0]} is the run's own log, not model outputs", path=path,
+                         fix=f"pass the run folder itself (--input {run}): its step records hold every model "
+                         "call's raw output")
+    if parts and not is_group_name(parts[0]):
+        return None  # eval/, converted/ and other folders of the run: read as plain files
+    scope = _scope(parts)
+    if scope is None:
+        return None
+    records = [r for r in _step_records(run) if _in_scope(r, scope)]
+    outputs, missing = outputs_from_records(records, run.name)
+    if not parts:
+        if not records:
+            raise InputError("the run folder holds no step records (steps/ or steps.jsonl)", path=run,
+                             fix="pass a folder written by tba run, or its answer files")
+    elif not outputs:
+        return None  # a group folder or answer file of an older run: its answer files, as before
+    if missing:
+        raise InputError(f"{missing} of {missing + len(outputs)} model calls in the step records keep no raw "
+                         "output (recorded by an older toolbench-adapter)", path=run / RUN_STEPS, field="output",
+                         fix=f"rerun the run with this version to record them, or pass its group folders "
+                         f"(e.g. --input {run}/G1_instruction: answer files keep only the calls of the answer)")
+    return outputs
+
+
+def _scope(parts: tuple[str, ...]) -> tuple | None:
+    """() for the whole run, (group,) or (group, query id, method) from the rest of the path."""
+    if not parts:
+        return ()
+    if len(parts) == 1:
+        return (parts[0],)
+    stem = Path(parts[1]).stem
+    if "_" not in stem:
+        return None
+    query_id, method = stem.split("_", 1)
+    return parts[0], query_id, method
+
+
+def _in_scope(record: dict, scope: tuple) -> bool:
+    key = (str(record.get("group")), str(record.get("query_id")), str(record.get("method")))
+    return key[: len(scope)] == scope
+
+
+def _step_records(run: Path) -> list[dict]:
+    """The per-query step files (current even in a run still going), else the joined steps.jsonl."""
+    files = sorted((run / RUN_STEPS_DIR).glob("*/*.jsonl"))
+    if not files and (run / RUN_STEPS).is_file():
+        files = [run / RUN_STEPS]
+    records = []
+    for file in files:
+        with open(file, encoding="utf-8") as handle:
+            for number, line in enumerate(handle, 1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                except ValueError as exc:
+                    raise InputError(f"line {number}: not a step record ({exc})", path=file,
+                                     fix="step records as tba run writes them; rerun the query to rewrite it") from None
+                if isinstance(record, dict):
+                    records.append(record)
+    return records
+
+
+def outputs_from_records(records: list[dict], run_name: str) -> tuple[list[ModelOutput], int]:
+    """(one output per model call that reached a parser, calls whose first record keeps no output). A call
+    whose model request failed (no parser read it) is no model output and is left out."""
+    from ..call_record import OUTPUT, OUTPUT_TOOL_CALLS
+
+    outputs: list[ModelOutput] = []
+    seen: set[tuple] = set()
+    missing = 0
+    for record in records:
+        key = (record.get("group"), record.get("query_id"), record.get("method"), record.get("turn"))
+        if record.get("parser") is None or key in seen:
+            continue
+        seen.add(key)
+        if OUTPUT not in record:
+            missing += 1
+            continue
+        message: dict = {"role": "assistant", "content": record[OUTPUT]}
+        if record.get(OUTPUT_TOOL_CALLS):
+            message["tool_calls"] = record[OUTPUT_TOOL_CALLS]
+        text = record[OUTPUT] if isinstance(record[OUTPUT], str) else message_text(message)
+        outputs.append(ModelOutput(
+            source=f"{run_name}/{key[0]}/{key[1]}_{key[2]}#turn{key[3]}", text=text, message=message,
+            recorded={"parser": record["parser"], "error": record.get("error"), "rung": record.get("rung")}))
+    return outputs, missing
 
 
 def read_file(path: Path) -> list[ModelOutput]:

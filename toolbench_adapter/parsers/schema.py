@@ -1,80 +1,147 @@
-"""Check a parsed call against the function schemas the model was given.
+"""Check parsed calls against the function list the model was given, with the ``jsonschema`` library.
 
-A small validator for the subset of JSON schema that tool functions use: the function name (in the
-list, or in an ``enum`` of action names), required parameters present, ``enum`` values, and basic types
-(string, integer, number, boolean, array, object, null), plus ``additionalProperties: false``. Upstream
-schemas may list ``""`` in ``required`` (STB quirk, reference §14 item 5): such entries are ignored.
-Violations come back as readable strings; ``validate_turn`` marks the turn SCHEMA_VIOLATION so a runner
-can retry or fall back.
+A call is valid when its name is one of the listed functions (Finish included) and its arguments are a JSON
+object that the function's parameters accept. Upstream's schemas are turned into valid JSON Schema first
+(upstream_schema.py: ``""`` in ``required``, upstream type spellings, ``optional``). Each problem is a
+``Violation`` with a kind (what the error taxonomy counts) and a readable message (what a re-ask shows the
+model); ``validate_call`` / ``validate_turn`` keep the message-only interface.
 """
 
 from __future__ import annotations
 
+import json
+from dataclasses import asdict, dataclass
+from functools import lru_cache
 from typing import Any
 
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
 from .base import Call, ErrorKind, ParsedTurn
+from .upstream_schema import argument_schemas, function_entries
 
-_TYPE_CHECKS = {
-    "string": lambda v: isinstance(v, str),
-    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-    "boolean": lambda v: isinstance(v, bool),
-    "array": lambda v: isinstance(v, list),
-    "object": lambda v: isinstance(v, dict),
-    "null": lambda v: v is None,
-}
-
-
-def _function_dicts(functions: list[dict]) -> list[dict]:
-    """Accept both plain function dicts and OpenAI tools ({"type": "function", "function": {...}})."""
-    result = []
-    for entry in functions:
-        if isinstance(entry, dict) and isinstance(entry.get("function"), dict):
-            entry = entry["function"]
-        if isinstance(entry, dict):
-            result.append(entry)
-    return result
+# violation kinds, in the order the taxonomy lists them
+NO_CALL = "no_call"  # the turn holds no call at all
+UNKNOWN_FUNCTION = "unknown_function"  # the name is not one of the query's functions
+ARGUMENTS_NOT_OBJECT = "arguments_not_object"  # the arguments are not a JSON object
+ARGUMENTS_REPAIRED = "arguments_repaired"  # the parser repaired the arguments; what the tool receives is not JSON
+TRUNCATED = "truncated"  # the reply was cut before its JSON ended; the call holds what the parser repaired
+MISSING_REQUIRED = "missing_required"
+WRONG_TYPE = "wrong_type"
+NOT_IN_ENUM = "not_in_enum"
+UNKNOWN_PARAMETER = "unknown_parameter"  # only where a schema sets additionalProperties: false
+OTHER_SCHEMA = "schema"  # any other JSON Schema keyword that failed
+VIOLATION_KINDS = (NO_CALL, UNKNOWN_FUNCTION, ARGUMENTS_NOT_OBJECT, ARGUMENTS_REPAIRED, TRUNCATED, MISSING_REQUIRED,
+                   WRONG_TYPE, NOT_IN_ENUM, UNKNOWN_PARAMETER, OTHER_SCHEMA)
+_KIND_OF_KEYWORD = {"required": MISSING_REQUIRED, "type": WRONG_TYPE, "enum": NOT_IN_ENUM, "const": NOT_IN_ENUM,
+                    "additionalProperties": UNKNOWN_PARAMETER}
 
 
-def _type_ok(value: Any, declared: Any) -> bool:
-    types = declared if isinstance(declared, list) else [declared]
-    known = [t for t in types if t in _TYPE_CHECKS]
-    return not known or any(_TYPE_CHECKS[t](value) for t in known)
+@dataclass(frozen=True)
+class Violation:
+    kind: str
+    function: str | None
+    message: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def text(self) -> str:
+        return f"{self.function}: {self.message}" if self.function else self.message
+
+
+@lru_cache(maxsize=4096)
+def _validator(schema_json: str) -> Draft202012Validator:
+    schema = json.loads(schema_json)
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError:  # a keyword with a value no validator reads (e.g. a string minimum): objects pass
+        schema = {"type": "object"}
+    return Draft202012Validator(schema)
+
+
+def _json_type_name(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    return type(value).__name__
+
+
+def _where(base: str, path: list) -> tuple[str, str | None]:
+    """(where, parameter): ``arguments`` / ``arguments.outer`` and the last property name on the path."""
+    names = [str(p) if not isinstance(p, int) else f"[{p}]" for p in path]
+    parameter = names[-1] if names else None
+    where = base + "".join(f".{n}" if not n.startswith("[") else n for n in names[:-1])
+    return where, parameter
+
+
+def _message(error, base: str) -> tuple[str, str]:
+    """(kind, message) for one jsonschema error, worded as the model and the user read it."""
+    kind = _KIND_OF_KEYWORD.get(error.validator, OTHER_SCHEMA)
+    path = list(error.absolute_path)
+    if error.validator == "required":
+        where = base + "".join(f".{p}" for p in path)
+        missing = next((name for name in error.validator_value if name not in error.instance), "?")
+        return kind, f"{where}: missing required parameter {missing!r}"
+    if error.validator == "additionalProperties":
+        where = base + "".join(f".{p}" for p in path)
+        extra = sorted(set(error.instance) - set(error.schema.get("properties") or {}))
+        return kind, f"{where}: unknown parameter {', '.join(map(repr, extra))}"
+    where, parameter = _where(base, path)
+    if parameter is None:
+        return kind, f"{where}: {error.message}"
+    if error.validator == "type":
+        declared = error.validator_value
+        shown = "/".join(declared) if isinstance(declared, list) else declared
+        return kind, f"{where}: parameter {parameter!r} should be {shown}, got {_json_type_name(error.instance)}"
+    if error.validator == "enum":
+        return kind, f"{where}: parameter {parameter!r} = {error.instance!r} is not one of {error.validator_value}"
+    return kind, f"{where}: parameter {parameter!r}: {error.message}"
+
+
+def argument_violations(arguments: dict, schema: dict, where: str = "arguments",
+                        function: str | None = None) -> list[Violation]:
+    validator = _validator(json.dumps(schema, sort_keys=True))
+    errors = sorted(validator.iter_errors(arguments), key=lambda e: (list(e.absolute_path), e.validator))
+    violations = []
+    for error in errors:
+        kind, message = _message(error, where)
+        violations.append(Violation(kind, function, message))
+    return violations
 
 
 def validate_arguments(arguments: dict, schema: dict, where: str = "arguments") -> list[str]:
-    problems: list[str] = []
-    properties = schema.get("properties") or {}
-    for name in schema.get("required") or []:
-        if name and name not in arguments:
-            problems.append(f"{where}: missing required parameter {name!r}")
-    for name, value in arguments.items():
-        spec = properties.get(name)
-        if not isinstance(spec, dict):
-            if schema.get("additionalProperties") is False:
-                problems.append(f"{where}: unknown parameter {name!r}")
-            continue
-        if "type" in spec and not _type_ok(value, spec["type"]):
-            problems.append(f"{where}: parameter {name!r} should be {spec['type']}, got {type(value).__name__}")
-        if isinstance(spec.get("enum"), list) and value not in spec["enum"]:
-            problems.append(f"{where}: parameter {name!r} = {value!r} is not one of {spec['enum']}")
-        if spec.get("type") == "object" and isinstance(value, dict) and "properties" in spec:
-            problems.extend(validate_arguments(value, spec, f"{where}.{name}"))
+    """Messages for ``arguments`` against a JSON Schema (adapt upstream schemas with upstream_schema first)."""
+    return [v.message for v in argument_violations(arguments, schema, where)]
+
+
+def call_violations(call: Call, functions: list[dict], action_enum: list[str] | None = None, *,
+                    schemas: dict[str, dict] | None = None, check_sent: bool = False) -> list[Violation]:
+    """Violations of one call. ``schemas``: argument_schemas(functions), when the caller has them already.
+    ``check_sent``: also flag arguments that only a repair rung decoded (the tool receives the raw text)."""
+    schemas = argument_schemas(functions) if schemas is None else schemas
+    if action_enum is not None and call.name not in action_enum:
+        return [Violation(UNKNOWN_FUNCTION, call.name, f"function {call.name!r} is not one of the allowed actions")]
+    if call.name not in schemas:
+        return [Violation(UNKNOWN_FUNCTION, call.name, f"no function named {call.name!r}")]
+    if not isinstance(call.arguments, dict):
+        return [Violation(ARGUMENTS_NOT_OBJECT, call.name, "arguments are not a JSON object")]
+    problems = argument_violations(call.arguments, schemas[call.name], function=call.name)
+    if check_sent and call.arguments_raw.strip() and _sent_value(call.arguments_raw) != call.arguments:
+        problems.insert(0, Violation(ARGUMENTS_REPAIRED, call.name, "the arguments as written are not valid JSON "
+                                     "(the parser repaired them; the tool receives the text as written)"))
     return problems
 
 
+def _sent_value(raw: str) -> Any:
+    try:
+        return json.loads(raw, strict=False)
+    except (ValueError, RecursionError):
+        return None
+
+
 def validate_call(call: Call, functions: list[dict], action_enum: list[str] | None = None) -> list[str]:
-    """Violations of ``call`` against ``functions`` (and an optional enum of allowed action names)."""
-    by_name = {f.get("name"): f for f in _function_dicts(functions)}
-    if action_enum is not None and call.name not in action_enum:
-        return [f"function {call.name!r} is not one of the allowed actions"]
-    function = by_name.get(call.name)
-    if function is None:
-        return [f"no function named {call.name!r}"]
-    if call.arguments is None:
-        return ["arguments are not a JSON object"]
-    schema = function.get("parameters") or {}
-    return validate_arguments(call.arguments, schema) if isinstance(schema, dict) else []
+    """Violations of ``call`` against ``functions`` (and an optional enum of allowed action names), as messages."""
+    return [v.message for v in call_violations(call, functions, action_enum)]
 
 
 def validate_turn(turn: ParsedTurn, functions: list[dict], action_enum: list[str] | None = None) -> ParsedTurn:
@@ -85,3 +152,21 @@ def validate_turn(turn: ParsedTurn, functions: list[dict], action_enum: list[str
         if problems and turn.error is ErrorKind.NONE:
             turn.error = ErrorKind.SCHEMA_VIOLATION
     return turn
+
+
+def turn_violations(turn: ParsedTurn, functions: list[dict],
+                    schemas: dict[str, dict] | None = None) -> list[list[Violation]]:
+    """Per call of the turn, its violations (check_sent on); a turn with no call: one list holding NO_CALL. A
+    reply cut short whose last call the parser completed (TRUNCATED_JSON) is a violation of that call."""
+    if not turn.calls:
+        return [[Violation(NO_CALL, None, "no function call found in the reply")]]
+    schemas = argument_schemas(functions) if schemas is None else schemas
+    found = [call_violations(call, functions, schemas=schemas, check_sent=True) for call in turn.calls]
+    if turn.error is ErrorKind.TRUNCATED_JSON:
+        found[-1].insert(0, Violation(TRUNCATED, turn.calls[-1].name, "the reply was cut before its JSON ended "
+                                      "(the parser completed it)"))
+    return found
+
+
+def listed_names(functions: list[dict]) -> list[str]:
+    return [f["name"] for f in function_entries(functions)]

@@ -1,27 +1,33 @@
-"""The few numbers a run page opens with: SoPR upstream and strict (with n of N), valid answers and
-infrastructure failures, and the facts that name the run (model, method, dialect / parser, judge, date)."""
+"""The few numbers a run page opens with: SoPR upstream and strict (with n of N), the query counts (the run
+summary's words and numbers, evaluation/counts.py) and infrastructure failures, and the facts that name the run
+(model, method, dialect / parser, judge, date)."""
 
 from __future__ import annotations
 
 import datetime
 from collections import Counter
 
+from ..evaluation.counts import count
 from ..evaluation.scores import STRICT, UPSTREAM, average
-from .run_data import FINISHED, INFRA_FAILURE, RunData
+from ..structured.describe import structured_fact
+from .run_data import RunData
 
 PASS_RATE = "SoPR"
 
 
 def headline(run: RunData) -> dict:
-    """{"queries", "finished", "outcome_unknown", "valid", "infra", "infra_kinds", "sopr": {mode: ...}}."""
-    outcomes = Counter(q.outcome for q in run.queries)
+    """{"queries", "finished", "outcome_unknown", "valid", "answered", "win", "infra", "infra_kinds",
+    "sopr": {mode: ...}}."""
+    counts = count(q.count_record() for q in run.queries)
     out = {
-        "queries": len(run.queries),
-        "finished": outcomes[FINISHED],
-        "outcome_unknown": len(run.queries) - outcomes[FINISHED] - outcomes[INFRA_FAILURE],
-        "valid": sum(q.valid for q in run.queries),
-        "infra": outcomes[INFRA_FAILURE],
-        "infra_kinds": dict(Counter(q.failure_kind for q in run.queries if q.outcome == INFRA_FAILURE)),
+        "queries": counts.queries,
+        "finished": counts.finished,
+        "outcome_unknown": counts.outcome_unknown,
+        "valid": counts.valid,
+        "answered": counts.answered,
+        "win": counts.win,
+        "infra": counts.infra_failures,
+        "infra_kinds": dict(counts.infra_failures_by_kind),
         "sopr": {},
     }
     per_group = Counter(q.group for q in run.queries)
@@ -47,7 +53,9 @@ def facts(run: RunData) -> dict:
     return {"model": manifest.get("model"), "backend": manifest.get("backend") or config.get("backend"),
             "method": config.get("method") or ", ".join(methods) or None, "dialect": dialect_name,
             "parser": run.parser, "compat": (manifest.get("compat") or {}).get("mode"),
-            "judge": "; ".join(run.judges) or None, "date": run_date(manifest)}
+            "judge": "; ".join(run.judges) or None, "date": run_date(manifest),
+            # --constrain / --on-invalid and the valid model turns (toolbench_adapter/structured/describe.py)
+            "structured": structured_fact(manifest) if manifest else None}
 
 
 def run_date(manifest: dict) -> str | None:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import toolbench_adapter
 
+from ..evaluation.evaluations import default_evaluation, is_self_judged_label
 from ..evaluation.storage import write_text_atomic
 from ..protocol.env import STATUS_NAMES
 from . import plots
@@ -31,16 +32,18 @@ from .trajectories import final_answer_text
 ASSETS = "html_assets"
 
 
-def build_report(run_dirs: list[str | Path], parser: str | None = None, title: str | None = None) -> str:
-    """The page for one run, or for a comparison when several run folders are given."""
-    runs = [load_run(path, parser=parser) for path in run_dirs]
+def build_report(run_dirs: list[str | Path], parser: str | None = None, title: str | None = None,
+                 judge_id: str | None = None) -> str:
+    """The page for one run, or for a comparison when several run folders are given. ``judge_id``: the
+    evaluation to show of each run (default: each run's latest complete one)."""
+    runs = [load_run(path, parser=parser, judge_id=judge_id) for path in run_dirs]
     _unique_names(runs)
     return render_page(runs, title=title)
 
 
 def write_report(run_dirs: list[str | Path], out: str | Path, parser: str | None = None,
-                 title: str | None = None) -> Path:
-    page = build_report(run_dirs, parser=parser, title=title)
+                 title: str | None = None, judge_id: str | None = None) -> Path:
+    page = build_report(run_dirs, parser=parser, title=title, judge_id=judge_id)
     out = Path(out)
     write_text_atomic(out, page)
     os.chmod(out, 0o644)  # the temp file was private; a report is meant to be shared
@@ -113,7 +116,8 @@ def _run_payload(index: int, run: RunData, details: list[str]) -> dict:
     errors, error_queries, status, status_queries = _taxonomy(run)
     return {
         "name": run.name, "path": str(run.path), "parser": run.parser, "notes": run.notes,
-        "facts": facts(run), "headline": headline(run),
+        "facts": facts(run), "headline": headline(run), "judgeFailures": list(run.failed_judgements()),
+        "evaluation": _evaluation_payload(run),
         "manifest": run.manifest, "judges": run.judges, "labelFiles": run.label_files, "groups": groups,
         "boards": [{"caption": b.caption, "header": b.header(), "rows": b.body(), "footnote": b.footnote}
                    for b in run.boards()],
@@ -123,6 +127,25 @@ def _run_payload(index: int, run: RunData, details: list[str]) -> dict:
         "figs": [_figure(title, png, why) for title, png, why in plots.run_figures(run)],
         "queries": queries,
     }
+
+
+def _evaluation_payload(run: RunData) -> dict | None:
+    """Which evaluation the page shows and why, whether its judge was the run's own model, and the evaluations
+    that failed after it (kept apart: evaluations.py), for the first screen."""
+    chosen = run.evaluation
+    if chosen is None:
+        return None
+    default = default_evaluation(run.evaluations)
+    # without --judge-id the page shows the default, or (none complete) the latest: anything else was asked for
+    why = ("the latest complete evaluation" if chosen is default else
+           "no evaluation is complete: the latest" if default is None and chosen is run.evaluations[-1] else
+           "chosen with --judge-id")
+    later = [{"id": r.id, "summary": r.summary()} for r in run.evaluations
+             if not r.complete and r is not chosen and r.finished >= chosen.finished]
+    return {"id": chosen.id, "status": chosen.status, "judge": chosen.judge, "why": why,
+            "selfJudged": chosen.self_judged or any(is_self_judged_label(judge) for judge in run.judges),
+            "count": len(run.evaluations), "laterFailed": later,
+            "others": [r.summary() for r in run.evaluations if r is not chosen]}
 
 
 def _taxonomy(run: RunData) -> tuple[dict, dict, dict, dict]:
@@ -156,8 +179,7 @@ def _compare_payload(runs: list[RunData]) -> dict:
     return {
         "summary": summary(rows),
         "groups": groups,
-        "figs": [_figure("Pass rate per group, all runs", plots.pass_rate(runs),
-                         "no run is evaluated" if not any(r.score_rows for r in runs) else "one bar only")],
+        "figs": [_figure("Pass rate per group, all runs", plots.pass_rate(runs), plots.pass_rate_why(runs))],
         "rows": [{"g": row.group, "id": row.query_id, "q": row.query, "rank": row.rank,
                   "cells": [None if cell is None else positions[run][cell.key] for run, cell in enumerate(row.cells)]}
                  for row in rows],

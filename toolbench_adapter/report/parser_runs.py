@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import InputError
+from ..evaluation.evaluations import EVAL_DIR, choose_evaluation, list_evaluations
 from ..evaluation.paired import mcnemar_exact, paired_bootstrap
-from ..evaluation.storage import find_label_files, read_label_file
+from ..evaluation.storage import read_label_file
 from ..fileio import read_json, write_text_atomic
 from ..protocol.env import STATUS_NAMES
 
@@ -33,8 +34,9 @@ STEPS = "steps.jsonl"
 PASS_THRESHOLD = 0.5  # a query passes when its mean label points exceed this
 # what makes two step records "the same step": the rung tells whether the parser decoded the arguments
 # (react-find and react-robust both flag trailing text; only one of them reads the JSON before it)
-STEP_FIELDS = ("turn", "call", "status", "error", "rung")
+STEP_FIELDS = ("turn", "call", "arguments", "status", "error", "rung")
 PARSE_ERROR_SOURCE = "tool_input_parse_error"  # the server's reply to arguments that are not JSON
+CALL_TEXT_CHARS = 48  # a call's arguments as shown in a divergence line
 
 QueryKey = tuple[str, str]  # (group, query id)
 
@@ -46,6 +48,8 @@ class RunVariant:
     default_parser: str | None
     scores: dict[QueryKey, float]  # mean label points over the judge repeats
     steps: dict[QueryKey, list[dict]] = field(default_factory=dict)
+    model: str | None = None  # the manifest's model: a row names the model and the parser
+    evaluation: str | None = None  # whose labels: the evaluation's id (evaluations.py)
 
     @property
     def read_a_call(self) -> bool:
@@ -75,6 +79,8 @@ class PairedResult:
     diverged: int = 0  # queries whose steps differ, whether or not the pass flips
     # (baseline kind, variant kind, fields that differ) at the first differing step -> queries
     divergence_kinds: Counter = field(default_factory=Counter)
+    # the same key -> its first query and that query's divergence (shown with the count)
+    divergence_examples: dict = field(default_factory=dict)
 
     def headline(self, baseline: str) -> str:
         return (f"{self.parser}: {self.difference:+.1f} points over {baseline} on {self.n} queries, "
@@ -118,16 +124,36 @@ def expand_run_paths(paths: list[str | Path]) -> list[Path]:
     return runs
 
 
-def load_variant(path: Path) -> RunVariant:
+def load_variants(paths: list[Path], judge_id: str | None = None) -> list[RunVariant]:
+    """Every run, judged by one judge: ``judge_id``, else the latest evaluation complete in every run
+    (evaluations.py keeps each judge's apart); runs without one in common are exit 2 naming what each has."""
+    if judge_id is None:
+        records = {path: list_evaluations(path) for path in paths}
+        complete = [{r.id for r in found if r.complete} for found in records.values()]
+        common = set.intersection(*complete) if complete else set()
+        if common:  # the latest of them, by when it ended in the first run
+            judge_id = max((r for r in records[paths[0]] if r.id in common), key=lambda r: r.finished).id
+        elif len({frozenset(ids) for ids in complete}) > 1 and all(complete):
+            held = "; ".join(f"{path}: {', '.join(sorted(ids))}" for path, ids in zip(paths, complete, strict=True))
+            raise InputError(f"the runs were judged by different judges ({held}): their pass rates do not compare",
+                             field="--runs", fix="evaluate every run with the same judge (tba evaluate RUN with the "
+                             "same --judge-* flags; the judge cache is shared)")
+    return [load_variant(path, judge_id) for path in paths]
+
+
+def load_variant(path: Path, judge_id: str | None = None) -> RunVariant:
+    """``judge_id``: the evaluation to read (default: the run's latest complete one)."""
     manifest = read_json(path / MANIFEST)
     parser = manifest.get("parser")
     if not parser:
         raise InputError("manifest names no parser", path=path / MANIFEST, field="parser")
-    files = find_label_files(path / "eval") if (path / "eval").is_dir() else []
-    files = [f for f in files if f.suffix == ".json" and not f.name.startswith("scores_")]
+    chosen, records = choose_evaluation(path, judge_id)
+    files = [f for f in chosen.label_files() if f.suffix == ".json"] if chosen is not None else []
     if not files:
-        raise InputError("the run has no judge labels (eval/{group}_{model}.json)", path=path / "eval",
-                         fix=f"run `tba evaluate {path}` first (variants of one fan-out share the judge cache)")
+        failed = f"; its evaluations: {', '.join(r.summary() for r in records)}" if records else ""
+        raise InputError(f"the run has no complete evaluation (judge labels without a failed judgement){failed}",
+                         path=path / EVAL_DIR, fix=f"run `tba evaluate {path}` (again: failed judgements are redone, "
+                         "cached verdicts kept; variants of one fan-out share the judge cache)")
     scores: dict[QueryKey, float] = {}
     for label_file in files:
         labels = read_label_file(label_file)
@@ -135,7 +161,8 @@ def load_variant(path: Path) -> RunVariant:
             if repeats:
                 scores[(labels.group, str(qid))] = statistics.fmean(label.points for label in repeats.values())
     dialect = manifest.get("dialect") or {}
-    return RunVariant(path, parser, dialect.get("default_parser"), scores, read_steps(path / STEPS))
+    return RunVariant(path, parser, dialect.get("default_parser"), scores, read_steps(path / STEPS),
+                      model=manifest.get("model"), evaluation=chosen.id)
 
 
 def read_steps(path: Path) -> dict[QueryKey, list[dict]]:
@@ -161,7 +188,7 @@ def step_kind(record: dict | None) -> str:
     """What a parser made of a step, e.g. "trailing_text, tool input parse error"; "ended" past the end."""
     if record is None:
         return "ended"
-    parts = []
+    parts = ["re-asked"] if record.get("kind") == "reask" else []  # a discarded reply (--on-invalid reask:N)
     error = record.get("error")
     if error and error != "none":
         parts.append(str(error))
@@ -183,8 +210,10 @@ def first_divergence(a: list[dict], b: list[dict], name_a: str, name_b: str) -> 
             where = left or right
             differing = [k for k in STEP_FIELDS if left is None or right is None or left.get(k) != right.get(k)]
             return {"turn": where.get("turn"), "step": where.get("step"), "differ_in": differing,
-                    name_a: {"kind": step_kind(left), "call": (left or {}).get("call")},
-                    name_b: {"kind": step_kind(right), "call": (right or {}).get("call")}}
+                    name_a: {"kind": step_kind(left), "call": (left or {}).get("call"),
+                             "arguments": (left or {}).get("arguments")},
+                    name_b: {"kind": step_kind(right), "call": (right or {}).get("call"),
+                             "arguments": (right or {}).get("arguments")}}
     return None
 
 
@@ -206,6 +235,11 @@ def compare_runs(variants: list[RunVariant], baseline: str | None = None, *, see
     elif baseline not in by_parser:
         raise InputError(f"baseline parser {baseline!r} is not among the runs ({', '.join(by_parser)})",
                          field="--baseline")
+    judged_by = {v.evaluation for v in by_parser.values()}
+    if len(judged_by) > 1:  # two judges' labels would compare the judges as much as the parsers
+        held = "; ".join(f"{p}: {v.evaluation}" for p, v in by_parser.items())
+        raise InputError(f"the runs' labels come from different judges ({held})", field="--runs",
+                         fix="evaluate every run with the same judge (the judge cache is shared)")
     common = set.intersection(*(set(v.scores) for v in by_parser.values()))
     if not common:
         raise InputError("the runs have no judged query in common", field="--runs",
@@ -230,12 +264,15 @@ def _paired(base: RunVariant, variant: RunVariant, queries: list[QueryKey], seed
     difference = paired_bootstrap(a, b, seed=seed, resamples=resamples)
     flips = []
     kinds: Counter = Counter()
+    examples: dict = {}
     for key, score_a, score_b in zip(queries, a, b, strict=True):
         divergence = first_divergence(base.steps.get(key, []), variant.steps.get(key, []), base.parser,
                                       variant.parser)
         if divergence is not None:
-            kinds[(divergence[base.parser]["kind"], divergence[variant.parser]["kind"],
-                   ", ".join(divergence["differ_in"]))] += 1
+            kind = (divergence[base.parser]["kind"], divergence[variant.parser]["kind"],
+                    ", ".join(divergence["differ_in"]))
+            kinds[kind] += 1
+            examples.setdefault(kind, (key, divergence))
         passed_a, passed_b = score_a > PASS_THRESHOLD, score_b > PASS_THRESHOLD
         if passed_a != passed_b:
             flips.append(Flip(key, passed_a, passed_b, divergence))
@@ -243,10 +280,41 @@ def _paired(base: RunVariant, variant: RunVariant, queries: list[QueryKey], seed
     down = len(flips) - up
     return PairedResult(variant.parser, len(queries), difference.mean * 100, difference.low * 100,
                         difference.high * 100, mcnemar_exact(down, up), up, down, flips,
-                        diverged=sum(kinds.values()), divergence_kinds=kinds)
+                        diverged=sum(kinds.values()), divergence_kinds=kinds, divergence_examples=examples)
 
 
 # ---------------------------------------------------------------- writing
+
+def call_texts(a: dict, b: dict) -> tuple[str, str]:
+    """The two sides' calls as ``name(arguments)``, shortened so that where they differ stays in view: a long
+    common start of the arguments is cut to "…" and each is cut after CALL_TEXT_CHARS characters."""
+    def raw(side: dict) -> str:
+        return " ".join(str(side.get("arguments") or "").split())  # one line: newlines and runs of spaces
+
+    args_a, args_b = raw(a), raw(b)
+    common = 0
+    while common < min(len(args_a), len(args_b)) and args_a[common] == args_b[common]:
+        common += 1
+    start = common - 12 if common > 24 and args_a != args_b else 0
+
+    def text(side: dict, args: str) -> str:
+        if not side.get("call"):
+            return "no call"
+        shown = ("…" if start else "") + args[start:start + CALL_TEXT_CHARS]
+        return f"{side['call'][:60]}({shown}{'…' if len(args) > start + CALL_TEXT_CHARS else ''})"
+
+    return text(a, args_a), text(b, args_b)
+
+
+def divergence_text(d: dict, baseline: str, parser: str) -> str:
+    """react-find get_weathe() / react-robust get_weather() (both no_action_input, no_such_function): the calls
+    first (what differs), then what each parser made of its step."""
+    call_a, call_b = call_texts(d[baseline], d[parser])
+    calls = f"both {call_a}" if call_a == call_b else f"{baseline} {call_a} / {parser} {call_b}"
+    kind_a, kind_b = d[baseline]["kind"], d[parser]["kind"]
+    kinds = f"both {kind_a}" if kind_a == kind_b else f"{baseline} {kind_a} / {parser} {kind_b}"
+    return f"{calls} ({kinds})"
+
 
 def flip_line(flip: Flip, baseline: str, parser: str) -> str:
     group, qid = flip.key
@@ -255,18 +323,28 @@ def flip_line(flip: Flip, baseline: str, parser: str) -> str:
     d = flip.divergence
     if d is None:
         return text + "; the steps are the same (the judge differs)"
-    return (text + f"; first divergence at turn {d['turn']} (step {d['step']}): "
-            f"{baseline} {d[baseline]['kind']}, {parser} {d[parser]['kind']}")
+    return (text + f"; first divergence at turn {d['turn']} (step {d['step']}, differ in: "
+            f"{', '.join(d['differ_in'])}): {divergence_text(d, baseline, parser)}")
+
+
+def short_model(model: str | None) -> str:
+    """A model as a row shows it: the last part of a hub id or local folder (the manifest keeps all of it)."""
+    return str(model).rstrip("/").rsplit("/", 1)[-1] if model else "model?"
 
 
 def text_lines(result: RunComparison, max_flips: int = 10) -> list[str]:
-    lines = [result.headline(), ""]
-    lines.append(f"{'parser':<14} {'pass rate':>9}  passed  (on {len(result.queries)} queries)")
+    judged = next(iter(result.variants.values())).evaluation
+    lines = [result.headline(), *([f"judged by: {judged} (each run's evaluation with that judge; --judge-id "
+                                    "picks another)"] if judged else []), ""]
+    models = {parser: short_model(variant.model) for parser, variant in result.variants.items()}
+    width = max(len("model"), *map(len, models.values()))
+    lines.append(f"{'model':<{width}}  {'parser':<14} {'pass rate':>9}  passed  (on {len(result.queries)} queries)")
     for parser in result.variants:
         if parser in result.not_applicable:
             continue
         mark = "  (baseline)" if parser == result.baseline else ""
-        lines.append(f"{parser:<14} {result.pass_rates[parser]:>8.1f}%  {result.passed[parser]:>6}{mark}")
+        lines.append(f"{models[parser]:<{width}}  {parser:<14} {result.pass_rates[parser]:>8.1f}%  "
+                     f"{result.passed[parser]:>6}{mark}")
     if result.not_applicable:
         lines.append(f"read no call in any step (format does not apply): {', '.join(result.not_applicable)}")
     for parser, paired in result.paired.items():
@@ -275,9 +353,11 @@ def text_lines(result: RunComparison, max_flips: int = 10) -> list[str]:
             lines.append(paired.headline(result.baseline))
         lines.append(f"{parser} vs {result.baseline}: trajectories differ on {paired.diverged} of {paired.n} queries, "
                      f"the pass flips on {len(paired.flips)}")
-        for (kind_a, kind_b, differ_in), count in paired.divergence_kinds.most_common(3):
-            lines.append(f"  first divergence {count}x: {result.baseline} {kind_a} / {parser} {kind_b} "
-                         f"(the steps differ in: {differ_in})")
+        for kind, count in paired.divergence_kinds.most_common(3):
+            (group, qid), divergence = paired.divergence_examples[kind]
+            lines.append(f"  first divergence {count}x (differ in: {kind[2]}): "
+                         f"{divergence_text(divergence, result.baseline, parser)}; e.g. {group}/{qid} turn "
+                         f"{divergence['turn']}")
         lines.extend("  " + flip_line(f, result.baseline, parser) for f in paired.flips[:max_flips])
         if len(paired.flips) > max_flips:
             lines.append(f"  … {len(paired.flips) - max_flips} more in flips.jsonl")
@@ -292,11 +372,11 @@ def write_run_comparison(result: RunComparison, out_dir: str | Path) -> list[Pat
                "paired bootstrap over queries (seeded); p: exact McNemar on the flips.", ""]
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["parser", "queries", "pass_rate", "passed", "difference", "ci_low", "ci_high", "mcnemar_p",
-                     "flips_up", "flips_down", "applies"])
+    writer.writerow(["parser", "model", "queries", "pass_rate", "passed", "difference", "ci_low", "ci_high",
+                     "mcnemar_p", "flips_up", "flips_down", "applies"])
     for parser in result.variants:
         paired = result.paired.get(parser)
-        writer.writerow([parser, len(result.queries), f"{result.pass_rates[parser]:.2f}", result.passed[parser],
+        writer.writerow([parser, result.variants[parser].model or "", len(result.queries), f"{result.pass_rates[parser]:.2f}", result.passed[parser],
                          *([f"{paired.difference:.2f}", f"{paired.low:.2f}", f"{paired.high:.2f}",
                             f"{paired.p_value:.6g}", paired.up, paired.down] if paired else [""] * 6),
                          parser not in result.not_applicable])

@@ -95,6 +95,55 @@ class Comparison:
         return indexes
 
 
+@dataclass
+class LiveCheck:
+    """Outputs read from a run's step records, re-read here by the parser the run used: do they give the error
+    kind and JSON rung that parser recorded live? (They should: a difference means the parser changed since.)"""
+
+    parser: str
+    outputs: int = 0
+    same: int = 0
+    differing: list[dict] = field(default_factory=list)  # {"source", "recorded", "now"}
+    compared: bool = True  # False: the run's parser is not among the parsers compared here
+
+    def line(self) -> str:
+        if not self.compared:
+            return (f"live check: {self.outputs} outputs were read live by {self.parser}, which is not among the "
+                    f"parsers compared here (add it to --parsers to re-read them with it)")
+        text = (f"live check: {self.parser} re-read the {self.outputs} outputs it read live in the runs: error "
+                f"kind and JSON rung as recorded on {self.same} of {self.outputs}")
+        if self.differing:
+            first = self.differing[0]
+            text += (f"; DIFFERS on {len(self.differing)} (e.g. {first['source']}: recorded {first['recorded']}, "
+                     f"now {first['now']}; the parser changed since the run?)")
+        return text
+
+
+def live_checks(result: Comparison) -> list[LiveCheck]:
+    """One LiveCheck per parser that read outputs live (outputs read from run folders), in input order."""
+    checks: dict[str, LiveCheck] = {}
+    for index, output in enumerate(result.outputs):
+        if not output.recorded or not output.recorded.get("parser"):
+            continue
+        name = output.recorded["parser"]
+        check = checks.setdefault(name, LiveCheck(name, compared=name in result.turns))
+        check.outputs += 1
+        if not check.compared:
+            continue
+        turn = result.turns[name][index]
+        now = "not applicable" if turn is None else _kind_text(turn.error.value, turn.rung.value if turn.rung else None)
+        recorded = _kind_text(output.recorded.get("error"), output.recorded.get("rung"))
+        if now == recorded:
+            check.same += 1
+        else:
+            check.differing.append({"source": output.source, "recorded": recorded, "now": now})
+    return list(checks.values())
+
+
+def _kind_text(error: str | None, rung: str | None) -> str:
+    return f"{error or 'none'}" + (f" (rung {rung})" if rung else "")
+
+
 def call_signature(turn: ParsedTurn) -> str:
     """What "the same call" means: the same names with the same decoded arguments, in order."""
     return json.dumps([[c.name, c.arguments] for c in turn.calls], sort_keys=True, ensure_ascii=False)
@@ -239,6 +288,15 @@ def summary_markdown(result: Comparison, inputs: list[str]) -> str:
         "see `make bench-parsers` for repeated timings.",
         "",
     ]
+    checks = live_checks(result)
+    if checks:
+        out += ["## Against what the runs recorded live", "",
+                "Outputs read from run folders carry the parser the run used and the error kind and JSON rung it "
+                "recorded for each; that parser re-reads them here.", ""]
+        out += [f"- {check.line()}" for check in checks]
+        out += [f"  - `{d['source']}`: recorded {d['recorded']}, now {d['now']}"
+                for check in checks for d in check.differing[:MARKDOWN_DISAGREEMENTS]]
+        out.append("")
     if MESSAGE_PARSER in result.parsers:
         applicable = result.stats[MESSAGE_PARSER].applicable
         out += [f"`{MESSAGE_PARSER}` reads assistant messages: it applies to {applicable} of {total} outputs; "

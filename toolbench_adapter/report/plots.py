@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 from collections import Counter
 
+from ..protocol.env import STATUS_NAMES
 from .run_data import RunData
 
 DPI = 80
@@ -33,17 +34,43 @@ def _png(figure) -> bytes:
     return buffer.getvalue()
 
 
-def pass_rate(runs: list[RunData]) -> bytes | None:
-    """SoPR (upstream scoring) per group, one bar per run, the std over judge repeats as error bars."""
+def _pass_rate_cells(runs: list[RunData]) -> tuple[list[dict], list[str]]:
     cells = []
     for run in runs:
         scores = {row.group: row.score for row in run.score_rows
                   if row.score.metric == PASS_RATE_METRIC and row.score.mode == PASS_RATE_MODE}
         cells.append(scores)
     groups = [g for run in runs for g in run.groups]
-    groups = list(dict.fromkeys(g for g in groups if any(g in scores for scores in cells)))
-    if len(groups) * len(runs) < 2:
-        return None  # nothing, or one bar: the headline says it
+    return cells, list(dict.fromkeys(g for g in groups if any(g in scores for scores in cells)))
+
+
+def _scored(runs: list[RunData]) -> list:
+    """The groups' scores that rest on verdicts (n > 0: a group whose every judgement failed has none)."""
+    cells, _groups = _pass_rate_cells(runs)
+    return [score for run_cells in cells for score in run_cells.values() if score.n]
+
+
+def all_zero(runs: list[RunData]) -> bool:
+    """No group has a non-zero score: a figure would be an empty frame."""
+    return all(score.mean == 0 and score.std == 0 for score in _scored(runs))
+
+
+def pass_rate_why(runs: list[RunData]) -> str:
+    """Why the pass-rate figure is not drawn (when pass_rate gives None)."""
+    if not any(run.score_rows for run in runs):
+        return "not evaluated: no judge scores" if len(runs) == 1 else "no run is evaluated"
+    if not _scored(runs):
+        return "no group has a verdict to score (every judgement failed)"
+    if all_zero(runs):
+        return f"every group scores 0.0 ({PASS_RATE_METRIC} {PASS_RATE_MODE}): there is no bar to draw"
+    return "one group: the headline gives its score" if len(runs) == 1 else "one bar only"
+
+
+def pass_rate(runs: list[RunData]) -> bytes | None:
+    """SoPR (upstream scoring) per group, one bar per run, the std over judge repeats as error bars."""
+    cells, groups = _pass_rate_cells(runs)
+    if len(groups) * len(runs) < 2 or all_zero(runs):
+        return None  # nothing, one bar (the headline says it), or only zeros (an empty frame): pass_rate_why
     plt = _pyplot()
     figure, axis = plt.subplots(figsize=(max(4.5, 1.4 * len(groups) * max(1, len(runs)) ** 0.5), 3.2))
     width = 0.8 / len(runs)
@@ -76,12 +103,12 @@ def error_kinds(run: RunData) -> bytes | None:
     plt = _pyplot()
     figure, axes = plt.subplots(1, 2, figsize=(9, 3.2))
     for axis, counts, title in ((axes[0], errors, "parse error kinds"),
-                                (axes[1], statuses, "status codes (not 0 / 3)")):
+                                (axes[1], statuses, "status codes other than 0 normal, 3 final_answer")):
         kinds = sorted({k for c in counts.values() for k in c}, key=str)
         bottom = [0] * len(groups)
         for kind in kinds:
             values = [counts[g].get(kind, 0) for g in groups]
-            axis.bar(range(len(groups)), values, bottom=bottom, label=str(kind))
+            axis.bar(range(len(groups)), values, bottom=bottom, label=status_label(kind))
             bottom = [b + v for b, v in zip(bottom, values, strict=True)]
         axis.set_xticks(range(len(groups)), groups, fontsize=7)
         axis.set_ylabel("steps")
@@ -91,6 +118,11 @@ def error_kinds(run: RunData) -> bytes | None:
         else:
             axis.text(0.5, 0.5, "none", ha="center", transform=axis.transAxes, color="grey")
     return _png(figure)
+
+
+def status_label(kind) -> str:
+    """A status code by its number and name ("1 no_such_function"); other kinds (parse errors) as they are."""
+    return f"{kind} {STATUS_NAMES[kind]}" if isinstance(kind, int) and kind in STATUS_NAMES else str(kind)
 
 
 def steps_per_query(run: RunData) -> bytes | None:
@@ -123,8 +155,7 @@ def latency(run: RunData) -> bytes | None:
 def run_figures(run: RunData) -> list[tuple[str, bytes | None, str]]:
     """(title, PNG or None, why there is none) for one run's page."""
     return [
-        ("Pass rate per group", pass_rate([run]),
-         "one group: the headline gives its score" if run.score_rows else "not evaluated: no judge scores"),
+        ("Pass rate per group", pass_rate([run]), pass_rate_why([run])),
         ("Error kinds per group", error_kinds(run), "at most one kind of parse error or abnormal status code"),
         ("Steps per query", steps_per_query(run), "every query made the same number of model calls"
          if any(q.model_calls is not None for q in run.queries) else "no per-query model-call counts"),

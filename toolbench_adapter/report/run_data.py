@@ -18,19 +18,20 @@ from pathlib import Path
 
 from ..answers.read import iter_answer_files, load_answer, split_file_name
 from ..errors import InputError
+from ..evaluation.counts import count_by_group, is_answered
+from ..evaluation.evaluations import EVAL_DIR, EvaluationRecord, choose_evaluation, describe_choice
 from ..evaluation.labels import Label
 from ..evaluation.results import ScoreRow, is_score_file, read_score_file, rows_from_labels
-from ..evaluation.storage import find_label_files, is_preference_file, read_label_file
+from ..evaluation.storage import is_preference_file, read_label_file
 from ..parsers import get_parser
 from ..queries import GROUPS, is_group_name
 from . import tables
-from .step_prompts import dialect_of, render_prompts
+from .step_prompts import RECORDED, dialect_of, link_calls, recorded_prompts, render_prompts
 from .trajectories import answer_nodes, attach_parses, attach_records, group_calls, step_counts
 
 MANIFEST = "manifest.json"
 STEPS = "steps.jsonl"
 QUERY_STATS = "queries.jsonl"
-EVAL_DIR = "eval"
 FAILED_DIR = "failed"
 NO_LABEL = "none"  # the filter value of a query nobody judged; the page shows it as "unjudged"
 FINISHED, INFRA_FAILURE, UNKNOWN = "finished", "infra_failure", "unknown"
@@ -55,7 +56,7 @@ class QueryData:
     outcome: str = UNKNOWN  # finished | infra_failure | unknown (a run written before outcomes existed)
     failure_kind: str | None = None
     failure_detail: str | None = None
-    prompts: dict | None = None  # step_prompts.render_prompts: each model call's prompt, reconstructed
+    prompts: dict | None = None  # step_prompts: each model call's prompt, recorded by the run or reconstructed
     calls: list[dict] = field(default_factory=list)  # trajectories.group_calls: one per model call
 
     @property
@@ -74,6 +75,12 @@ class QueryData:
     def error_kinds(self) -> list[str]:
         return sorted(k for k, n in self.errors.items() if n and k != "none")
 
+    def count_record(self) -> dict:
+        """This query as evaluation/counts.py counts it (the fields of its queries.jsonl line)."""
+        return {"group": self.group, "query_id": self.query_id, "outcome": self.outcome,
+                "failure_kind": self.failure_kind, "valid_data": self.valid,
+                "answered": is_answered(self.valid, self.final_answer), "win": self.win}
+
 
 @dataclass
 class RunData:
@@ -86,6 +93,8 @@ class RunData:
     judges: list[str] = field(default_factory=list)
     label_files: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    evaluation: EvaluationRecord | None = None  # the evaluation shown (evaluations.py)
+    evaluations: list[EvaluationRecord] = field(default_factory=list)  # every evaluation of the run
 
     @property
     def evaluated(self) -> bool:
@@ -97,7 +106,19 @@ class RunData:
         return [g for g in GROUPS if g in present] + sorted(present - set(GROUPS))
 
     def boards(self) -> list[tables.Leaderboard]:
-        return tables.build_leaderboards(self.score_rows)
+        # every row of a run's page is this run's: its counts tell the footnotes how many queries were answered
+        counts = count_by_group(q.count_record() for q in self.queries)
+        return tables.build_leaderboards(self.score_rows, counts={row.model: counts for row in self.score_rows})
+
+    def failed_judgements(self) -> tuple[int, int | None]:
+        """(judgements that failed, judgements): JudgeError labels (the judge gave no verdict after its retries)
+        over every query's repeats; without label files, the score rows' ``errors`` (SoPR upstream; the total
+        then unknown: None)."""
+        labels = [label for query in self.queries for label in query.labels]
+        if labels:
+            return sum(label == Label.ERROR.value for label in labels), len(labels)
+        return sum(row.score.errors for row in self.score_rows
+                   if row.score.metric == "SoPR" and row.score.mode == "upstream"), None
 
 
 def summary_label(labels: list[str]) -> str:
@@ -116,7 +137,9 @@ def group_dirs(run_dir: Path) -> list[Path]:
     return sorted(found, key=lambda p: (order.get(p.name, len(order)), p.name))
 
 
-def load_run(run_dir: str | Path, parser: str | None = None, name: str | None = None) -> RunData:
+def load_run(run_dir: str | Path, parser: str | None = None, name: str | None = None,
+             judge_id: str | None = None) -> RunData:
+    """``judge_id``: the evaluation to show (default: the latest complete one; evaluations.py)."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise InputError("run folder not found", path=run_dir, fix="pass a folder written by `tba run`")
@@ -140,12 +163,16 @@ def load_run(run_dir: str | Path, parser: str | None = None, name: str | None = 
         nodes = answer_nodes(answer.data)
         if reparse is not None:
             attach_parses(nodes, reparse)
-        attach_records(nodes, (records or {}).get((answer.group, answer.query_id, answer.method), []))
+        query_records = (records or {}).get((answer.group, answer.query_id, answer.method), [])
+        attach_records(nodes, query_records)
         errors, statuses = step_counts(nodes)
-        prompts = render_prompts(answer.data, nodes, dialect)
+        # what the run recorded it sent, for every call; else rebuilt from the answer path's messages (older runs)
+        prompts = recorded_prompts(query_records) or render_prompts(answer.data, nodes, dialect)
         if prompts is not None:
             prompts["run_code"] = (manifest or {}).get("code_version")
         calls = group_calls(nodes)
+        if prompts is not None and prompts["how"] == RECORDED:
+            link_calls(calls, prompts)
         generation = answer.generation
         record = stats.get((answer.group, answer.query_id), {"query_count": generation.get("query_count")})
         query = QueryData(
@@ -180,7 +207,7 @@ def load_run(run_dir: str | Path, parser: str | None = None, name: str | None = 
                          fix="pass a folder written by `tba run` ({group}/{qid}_{method}.json)")
     run = RunData(path=run_dir, name=name or (manifest or {}).get("name") or run_dir.name, manifest=manifest,
                   parser=parser, queries=queries, notes=notes)
-    _read_evaluation(run, run_dir / EVAL_DIR)
+    _read_evaluation(run, run_dir, judge_id)
     return run
 
 
@@ -245,12 +272,21 @@ def _read_query_stats(path: Path) -> dict[tuple, dict]:
     return latest
 
 
-def _read_evaluation(run: RunData, eval_dir: Path) -> None:
-    if not eval_dir.is_dir():
+def _read_evaluation(run: RunData, run_dir: Path, judge_id: str | None) -> None:
+    """The evaluation shown (evaluations.py): ``judge_id``'s, else the latest complete one, else (none complete)
+    the latest, whose failed judgements the page then warns of; the others are named in a note."""
+    chosen, run.evaluations = choose_evaluation(run_dir, judge_id, fallback=True)
+    run.evaluation = chosen
+    eval_dir = chosen.eval_dir if chosen is not None else run_dir / EVAL_DIR
+    if chosen is None:
         run.notes.append(f"not evaluated: no judge labels in {eval_dir} (run `tba evaluate {run.path}`)")
         return
+    if not chosen.complete and not judge_id:
+        run.notes.append(f"no complete evaluation: showing the latest, {chosen.summary()}")
+    elif len(run.evaluations) > 1:
+        run.notes.append(describe_choice(chosen, run.evaluations))
     by_key = {q.key: q for q in run.queries}
-    label_paths = [p for p in find_label_files(eval_dir) if p.suffix == ".json" and not is_preference_file(p)]
+    label_paths = [p for p in chosen.label_files() if p.suffix == ".json" and not is_preference_file(p)]
     for path in label_paths:
         labels = read_label_file(path)
         run.label_files.append(str(path))
@@ -264,7 +300,7 @@ def _read_evaluation(run: RunData, eval_dir: Path) -> None:
             reasons = _literal_dict(reasons)
             query.labels = [repeats[r].value for r in sorted(repeats)]
             query.reasons = [str(reasons.get(str(r), reasons.get(r, ""))) for r in sorted(repeats)]
-    score_files = sorted(p for p in eval_dir.glob("scores_*.json") if is_score_file(p))
+    score_files = [p for p in chosen.score_files() if is_score_file(p)]
     for path in score_files:
         run.score_rows.extend(read_score_file(path))
     if not score_files and label_paths:

@@ -1,23 +1,27 @@
-"""The prompt each model call received, reconstructed for the report (runs do not store prompts).
+"""The prompt each model call received, for the report: recorded, or reconstructed for older runs.
 
-An answer file keeps the conversation of its answer path (``answer_generation.train_messages``, the last list
+A run records every model call's request in its step records (``toolbench_adapter/call_record.py``): the
+report shows those exactly, for every call, valid answer or not. Runs written before that (and plain folders
+of upstream answer files) get them reconstructed: an answer file keeps the conversation of its answer path (``answer_generation.train_messages``, the last list
 is the whole path) and the function list as sent (``answer_generation.function``). Rendering the messages
 before the k-th assistant message through the run's dialect (name and options from the manifest) gives the
 k-th model call's prompt. Queries without an answer path (invalid answers) and DFS branches off the answer
 path keep no messages: their calls show no prompt rather than a guessed one.
 
-Prompts of one query share most of their text, so the page stores the longest one once and every call as
-(length of the prefix it shares with it, its own rest): exact, and a 765-query run stays small.
+Prompts of one query share most of their text, so the page stores each call as (length of the prefix it
+shares with the previous call's prompt, its own rest): exact, and a 765-query run stays small. Text lengths
+are counted as JavaScript counts them (UTF-16 code units), so the page cuts where Python did.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from ..call_record import decode_requests, shared_prefix
 from ..dialects import make_dialect
 from ..toolset import Toolset
 
-RECONSTRUCTED = "reconstructed"
+RECONSTRUCTED, RECORDED = "reconstructed", "recorded"
 DIALECT_KEYS_NOT_OPTIONS = ("name", "default_parser")
 
 
@@ -88,7 +92,7 @@ def _is_tree(nodes: list[dict]) -> bool:
 
 def render_prompts(data: dict, nodes: list[dict], dialect) -> dict | None:
     """Attach ``mc`` (model call number) to the nodes of each reconstructed call and return the query's
-    prompt block: {"kind": "text" | "messages", "full": ..., "calls": [[shared, rest], ...], "tools", ...}."""
+    prompt block (see page_block), or None where the answer file keeps no messages to rebuild them from."""
     generation = data.get("answer_generation") or {}
     lists = generation.get("train_messages") or []
     conversation = lists[-1] if lists and isinstance(lists[-1], list) else []
@@ -104,37 +108,58 @@ def render_prompts(data: dict, nodes: list[dict], dialect) -> dict | None:
             rendered.append(dialect.render(conversation[:index], toolset))
         except Exception:  # messages this dialect cannot render (an answer file of another run)
             return None
-    last = rendered[-1]
-    block: dict[str, Any] = {"how": RECONSTRUCTED, "stop": last.stop, "prefill": last.prefill}
-    if last.prompt is not None:
-        block["kind"], full = "text", last.prompt
-        block["calls"] = [_shared_text(r.prompt or "", full) for r in rendered]
-    else:
-        block["kind"], full = "messages", last.messages or []
-        block["calls"] = [_shared_list(r.messages or [], full) for r in rendered]
-    block["full"] = full
-    if last.tools:
-        block["tools"] = last.tools
+    block = page_block(RECONSTRUCTED, [{"prompt": r.prompt if r.prompt is not None else r.messages or [],
+                                         "kind": "text" if r.prompt is not None else "messages", "tools": r.tools,
+                                         "stop": r.stop, "prefill": r.prefill} for r in rendered])
     for number, (_index, owned) in enumerate(turns):
         for node_index in owned:
             nodes[node_index]["mc"] = number
     return block
 
 
-def _shared_text(text: str, full: str) -> list:
-    """[length of the prefix ``text`` shares with ``full``, the rest of ``text``] (binary search, C-speed)."""
-    low, high = 0, min(len(text), len(full))
-    while low < high:
-        middle = (low + high + 1) // 2
-        if full.startswith(text[:middle]):
-            low = middle
-        else:
-            high = middle - 1
-    return [low, text[low:]]
+def recorded_prompts(records: list[dict]) -> dict | None:
+    """The query's prompt block from its step records (every model call, as sent), or None when the run
+    recorded no requests. ``turns`` gives each call's turn: ``link_calls`` points the page's calls at them."""
+    requests = decode_requests(records)
+    if not requests:
+        return None
+    block = page_block(RECORDED, requests)
+    block["turns"] = [request["turn"] for request in requests]
+    return block
 
 
-def _shared_list(items: list, full: list) -> list:
-    shared = 0
-    while shared < min(len(items), len(full)) and items[shared] == full[shared]:
-        shared += 1
-    return [shared, items[shared:]]
+def link_calls(calls: list[dict], block: dict) -> None:
+    """Give each model call of the page (trajectories.group_calls) the index of its recorded prompt."""
+    index = {turn: number for number, turn in enumerate(block.get("turns") or [])}
+    for call in calls:
+        if call.get("turn") in index:
+            call["mc"] = index[call["turn"]]
+
+
+PARTS = ("tools", "stop", "prefill")
+
+
+def page_block(how: str, requests: list[dict]) -> dict:
+    """{"how", "kind", "calls": [[shared, rest], ...], "tools", "stop", "prefill", "vary"}: each call's prompt
+    as the prefix it shares with the previous call's (UTF-16 length for text) and its own rest; the parts
+    sent with it as the first call's, ``vary`` holding a later call's where they differ."""
+    kind = requests[0]["kind"]
+    first = {part: requests[0].get(part) for part in PARTS}
+    block: dict[str, Any] = {"how": how, "kind": kind, "calls": [],
+                             **{k: v for k, v in first.items() if v or k != "tools"}}
+    previous: Any = "" if kind == "text" else []
+    for number, request in enumerate(requests):
+        body = request["prompt"]
+        shared = shared_prefix(body, previous) if isinstance(body, type(previous)) else 0
+        length = _utf16_length(body[:shared]) if isinstance(body, str) else shared
+        block["calls"].append([length, body[shared:]])
+        previous = body
+        differs = {part: request.get(part) for part in PARTS if request.get(part) != first[part]}
+        if differs:
+            block.setdefault("vary", {})[str(number)] = differs
+    return block
+
+
+def _utf16_length(text: str) -> int:
+    """Characters as JavaScript counts them: one per code unit, two for a character beyond the BMP."""
+    return len(text.encode("utf-16-le")) // 2 if not text.isascii() else len(text)

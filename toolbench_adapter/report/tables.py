@@ -3,41 +3,56 @@
 Rows are model + method, columns I1 Inst, I1 Cat, I1 Tool, I2 Cat, I2 Inst, I3 Inst, Average; each cell is
 ``mean±std`` with one decimal (SoWR and FAC cells are a single number). Average = plain mean of the group means
 ± plain mean of the group stds, as the README computes it. One board per (metric, scoring mode), captioned
-with the judge and the mode, so no number is unlabelled.
+with the judge and the mode, so no number is unlabelled; and no number is without its denominator: the
+footnotes give each row's n per cell and how many cells its Average averages, and a cell over zero queries
+(0 of 0: nothing judged, no verdict, an empty test set) prints no number: ``–`` (CSV: empty, LaTeX: ``--``)
+with the reason in a footnote. Under the strict denominator a group whose test ids went unanswered is a score
+(0 of N: the model failed them), not a gap.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..evaluation.aggregates import is_scored, no_score_reason, plural
+from ..evaluation.counts import Counts
+from ..evaluation.evaluations import SELF_JUDGED, is_self_judged_label
 from ..evaluation.results import ScoreRow
-from ..evaluation.scores import Score, average
+from ..evaluation.scores import STRICT, UPSTREAM, Score, average
 from ..evaluation.storage import write_text_atomic
 from ..queries import GROUP_LABELS
 
 COLUMNS = list(GROUP_LABELS)  # README SoPR order: I1 Inst, I1 Cat, I1 Tool, I2 Cat, I2 Inst, I3 Inst
 AVERAGE = "Average"
 MISSING = "–"
-SCORED_ANYWAY = "†"  # a row scored although its run holds infrastructure failures (tba evaluate --score-anyway)
+# a row scored although its run holds infrastructure failures or judgements failed (--score-anyway), with a footnote
+SCORED_ANYWAY = "†"
 
 
 @dataclass
 class BoardRow:
     name: str
     cells: dict[str, Score] = field(default_factory=dict)
+    model: str = ""
+    counts: dict[str, Counts] | None = None  # group -> the run's query counts (counts.py), where known
+
+    @property
+    def scored(self) -> list[str]:
+        """The groups whose cell has a score (a denominator above zero), in column order."""
+        return [g for g in COLUMNS if is_scored(self.cells.get(g))]
 
     @property
     def average(self) -> Score | None:
-        present = [self.cells[g] for g in COLUMNS if g in self.cells]
+        present = [self.cells[g] for g in self.scored]
         return average(present) if present else None
 
     @property
     def complete(self) -> bool:
-        return all(g in self.cells for g in COLUMNS)
+        return len(self.scored) == len(COLUMNS)
 
 
 @dataclass
@@ -63,7 +78,7 @@ class Leaderboard:
         return f"{self.title}: {self.note}. Judge: {judge}."
 
     def cell(self, score: Score | None) -> str:
-        return score.text(self.with_std) if score is not None else MISSING
+        return score.text(self.with_std) if is_scored(score) else MISSING
 
     def header(self) -> list[str]:
         return ["Method"] + [GROUP_LABELS[g] for g in COLUMNS] + [AVERAGE]
@@ -77,9 +92,50 @@ class Leaderboard:
 
     @property
     def footnote(self) -> str | None:
-        notes = [] if all(row.complete for row in self.rows) else ["* average over the groups present only"]
-        notes += self.marks
-        return "\n".join(notes) or None
+        return "\n".join(self.footnotes()) or None
+
+    def footnotes(self) -> list[str]:
+        """Per row: its n per cell (and the run's answered count where known), its cells without a score and
+        why, how many cells its Average averages; then the marks (†)."""
+        notes = []
+        for row in self.rows:
+            notes.append(f"{row.name}: n = {self.denominators(row)}")
+            # a cell over zero queries, and a group the run has queries in but no pass rate for (nothing judged)
+            ran = set(row.counts or {}) if self.metric == "SoPR" else set()
+            unscored = [f"{GROUP_LABELS[g]} ({self.no_score(row, g)})" for g in COLUMNS
+                        if (g in row.cells or g in ran) and not is_scored(row.cells.get(g))]
+            if unscored:
+                notes.append(f"{MISSING} {row.name}: no score in {'; '.join(unscored)}")
+        if all(row.complete for row in self.rows):
+            notes.append(f"{AVERAGE} = mean of the {len(COLUMNS)} group cells.")
+        else:
+            notes += [f"{'*' if row.average is not None else MISSING} {row.name}: {AVERAGE} over "
+                      f"{len(row.scored)} of {len(COLUMNS)} groups" + ("" if row.scored else ": no score")
+                      for row in self.rows if not row.complete]
+        return notes + self.marks
+
+    def denominators(self, row: BoardRow) -> str:
+        """``I1 Inst 12, I1 Cat 0, …`` in the board's unit: judged queries, test ids with an answer, ids."""
+        if self.mode == STRICT:
+            cells = [f"{GROUP_LABELS[g]} {s.n - s.missing} of {s.n}" for g in COLUMNS if (s := row.cells.get(g))]
+            unit = "test ids with an answer (the rest count Unsolved)"
+        else:
+            cells = [f"{GROUP_LABELS[g]} {s.n}" for g in COLUMNS if (s := row.cells.get(g))]
+            unit = "queries judged" if self.metric == "SoPR" and self.mode == UPSTREAM else "ids"
+        text = f"{', '.join(cells)} {unit}"
+        if self.metric == "SoPR" and row.counts:
+            queries = sum(c.queries for c in row.counts.values())
+            answered = sum(c.answered for c in row.counts.values())
+            text += (f"; {answered} answered of {plural(queries, 'query', 'queries')} (a final "
+                     "give_answer; one without is judged Unsolved)")
+        return text
+
+    def no_score(self, row: BoardRow, group: str) -> str:
+        reason = no_score_reason(row.cells[group]) if group in row.cells else "nothing judged"
+        counts = (row.counts or {}).get(group)
+        if self.metric == "SoPR" and counts is not None:
+            reason += f", {counts.answered} answered of {plural(counts.queries, 'query', 'queries')}"
+        return reason
 
 
 def row_name(row: ScoreRow) -> str:
@@ -87,10 +143,20 @@ def row_name(row: ScoreRow) -> str:
     return f"{name} vs {row.reference}" if row.reference else name
 
 
-def build_leaderboards(rows: list[ScoreRow], scored_anyway: dict[str, str] | None = None) -> list[Leaderboard]:
+def build_leaderboards(rows: list[ScoreRow], scored_anyway: dict[str, str] | None = None,
+                       counts: dict[str, dict[str, Counts]] | None = None) -> list[Leaderboard]:
     """``scored_anyway``: model -> why its rows are marked (a run scored with infrastructure failures): the
-    row name gets SCORED_ANYWAY and the board a footnote saying why."""
+    row name gets SCORED_ANYWAY and the board a footnote saying why; a row whose scores left failed judgements
+    out (``Score.errors``: a score file written with --score-anyway) is marked the same way without being told.
+    A row judged by the run's own model (its judge label says self-judged) carries "(self-judged)" in its name.
+    ``counts``: model -> group -> the run's query counts (counts.count_by_group), for footnotes that say how
+    many queries were answered."""
     scored_anyway = scored_anyway or {}
+    counts = counts or {}
+    # failed judgements left out of a row's cells (a score file written with --score-anyway): the row is marked
+    failed: Counter = Counter()
+    for row in rows:
+        failed[(row.score.metric, row.score.mode, row_name(row))] += row.score.errors
     boards: OrderedDict[tuple[str, str], Leaderboard] = OrderedDict()
     for row in rows:
         key = (row.score.metric, row.score.mode)
@@ -100,14 +166,19 @@ def build_leaderboards(rows: list[ScoreRow], scored_anyway: dict[str, str] | Non
         if row.judge and row.judge not in board.judges:
             board.judges.append(row.judge)
         name = row_name(row)
-        if row.model in scored_anyway:
+        if is_self_judged_label(row.judge):  # the run's own model judged it: the row itself says so
+            name = f"{name} ({SELF_JUDGED})"
+        errors = failed[(*key, row_name(row))]
+        why = scored_anyway.get(row.model) or (
+            f"scored with {errors} failed judgements (no verdict) left out of every denominator" if errors else None)
+        if why:
+            mark = f"{SCORED_ANYWAY} {name}: {why}"
             name = f"{name} {SCORED_ANYWAY}"
-            mark = f"{SCORED_ANYWAY} {row_name(row)}: {scored_anyway[row.model]}"
             if mark not in board.marks:
                 board.marks.append(mark)
         target = next((r for r in board.rows if r.name == name), None)
         if target is None:
-            target = BoardRow(name)
+            target = BoardRow(name, model=row.model, counts=counts.get(row.model))
             board.rows.append(target)
         target.cells[row.group] = row.score  # a later file for the same cell wins
     return list(boards.values())
@@ -124,12 +195,17 @@ def to_markdown(board: Leaderboard) -> str:
 
 
 def to_csv(board: Leaderboard) -> str:
+    """The cells (a cell without a score is empty), then metric, mode, judge, each cell's denominator n and
+    how many groups the Average averages."""
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    writer.writerow(board.header() + ["metric", "mode", "judge"])
+    writer.writerow(board.header() + ["metric", "mode", "judge"] + [f"n {GROUP_LABELS[g]}" for g in COLUMNS]
+                    + ["groups averaged"])
     judge = "; ".join(board.judges)
-    for cells in board.body():
-        writer.writerow(cells + [board.metric, board.mode, judge])
+    for row, cells in zip(board.rows, board.body(), strict=True):
+        denominators = [str(row.cells[g].n) if g in row.cells else "" for g in COLUMNS]
+        writer.writerow([c if c != MISSING else "" for c in cells] + [board.metric, board.mode, judge]
+                        + denominators + [str(len(row.scored))])
     return buffer.getvalue()
 
 
@@ -145,7 +221,9 @@ def to_latex(board: Leaderboard) -> str:
     lines = [r"\begin{table}[t]", r"\centering", r"\begin{tabular}{l" + "c" * (len(header) - 1) + "}",
              r"\toprule", " & ".join(_latex_escape(h) for h in header) + r" \\", r"\midrule"]
     lines += [" & ".join(_latex_escape(c) for c in cells) + r" \\" for cells in board.body()]
-    lines += [r"\bottomrule", r"\end{tabular}", r"\caption{" + _latex_escape(board.caption) + "}",
+    # the footnotes travel with the table, one sentence each
+    caption = " ".join(note if note.endswith(".") else note + "." for note in [board.caption, *board.footnotes()])
+    lines += [r"\bottomrule", r"\end{tabular}", r"\caption{" + _latex_escape(caption) + "}",
               r"\end{table}"]
     return "\n".join(lines) + "\n"
 
@@ -162,8 +240,9 @@ def plot_png(board: Leaderboard, path: Path) -> Path:
     for index, row in enumerate(board.rows):
         scores = [row.cells.get(g) for g in COLUMNS] + [row.average]
         xs = [i + (index - (len(board.rows) - 1) / 2) * width for i in range(len(labels))]
-        means = [s.mean if s else 0.0 for s in scores]
-        errors = [s.std if s and board.with_std else 0.0 for s in scores]
+        # a cell without a score gets no bar (a bar of 0 would read as a score of 0)
+        means = [s.mean if is_scored(s) else float("nan") for s in scores]
+        errors = [s.std if is_scored(s) and board.with_std else 0.0 for s in scores]
         ax.bar(xs, means, width, yerr=errors, capsize=2, label=row.name)
     ax.set_xticks(range(len(labels)))
     ax.set_xticklabels(labels)

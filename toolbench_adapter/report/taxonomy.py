@@ -1,7 +1,10 @@
-"""Error taxonomy of a run: environment status codes and parse error kinds per group, plus answer counts.
+"""Error taxonomy of a run: environment status codes and parse error kinds per group, plus the query counts.
 
 Reads the run folder's ``steps.jsonl`` (one JSON line per environment step: group, query_id, method, step,
-parser, error, rung, call, status) and its answer files ``{group}/{qid}_{method}.json``.
+parser, error, rung, call, status), its ``queries.jsonl`` and its answer files ``{group}/{qid}_{method}.json``.
+The counts (queries, finished, infrastructure failures, valid, answered, win) are evaluation/counts.py's, the
+same words and numbers as the run summary, the manifest and the report. Steps that record ``violations`` add a
+fourth table: model turns, valid ones, re-asks and call violations by kind (toolbench_adapter/structured/).
 """
 
 from __future__ import annotations
@@ -13,10 +16,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..answers.read import iter_answer_files, load_answer
 from ..errors import InputError
+from ..evaluation.counts import Counts, run_counts
+from ..parsers.schema import VIOLATION_KINDS
 from ..protocol.env import STATUS_NAMES
-from ..queries import GROUPS, is_group_name
+from ..queries import GROUPS
+from ..structured.rates import TurnFigures, is_reask, turn_figures
 
 STEPS_FILE = "steps.jsonl"
 NO_CALL = "no call"
@@ -26,9 +31,9 @@ NO_CALL = "no call"
 class GroupTaxonomy:
     status: Counter = field(default_factory=Counter)  # status code (int) or NO_CALL -> steps
     errors: Counter = field(default_factory=Counter)  # parse error kind -> steps
-    queries: set = field(default_factory=set)
-    answered: int = 0
-    valid: int = 0
+    counts: Counts = field(default_factory=Counts)  # counts.py: queries, finished, valid, answered, win
+    # structured/rates.py: model turns, valid ones, re-asks, call violations by kind (re-asks are not steps)
+    calls: TurnFigures = field(default_factory=TurnFigures)
 
     @property
     def steps(self) -> int:
@@ -52,6 +57,7 @@ def read_taxonomy(run_dir: str | Path) -> Taxonomy:
         raise InputError(f"no {STEPS_FILE} in the run folder", path=run_dir,
                          fix="pass a folder written by `tba run` (it holds steps.jsonl)")
     groups: dict[str, GroupTaxonomy] = {}
+    records_of: dict[str, list[dict]] = {}
     with open(steps_path, encoding="utf-8") as handle:
         for number, line in enumerate(handle, 1):
             if not line.strip():
@@ -59,23 +65,24 @@ def read_taxonomy(run_dir: str | Path) -> Taxonomy:
             try:
                 record = json.loads(line)
                 group = groups.setdefault(str(record["group"]), GroupTaxonomy())
+                records_of.setdefault(str(record["group"]), []).append(record)
+                if is_reask(record):  # a discarded reply, asked again: a model call, not an environment step
+                    continue
                 status = record.get("status")
                 group.status[NO_CALL if status is None else int(status)] += 1
                 group.errors[str(record.get("error") or "none")] += 1
-                group.queries.add(str(record["query_id"]))
             except (ValueError, KeyError, TypeError) as exc:
                 raise InputError(f"malformed step record ({exc})", path=steps_path, field=f"line {number}") from None
-    for group_dir in sorted(p for p in run_dir.iterdir() if p.is_dir() and is_group_name(p.name)):
-        files = list(iter_answer_files(group_dir))
-        if not files:
-            continue
-        group = groups.setdefault(group_dir.name, GroupTaxonomy())
-        for path in files:
-            answer = load_answer(path, group=group_dir.name)
-            group.queries.add(answer.query_id)
-            group.answered += 1
-            group.valid += int(answer.valid)
+    for name, records in records_of.items():
+        groups[name].calls = turn_figures(records)
+    for name, counts in run_counts(run_dir).items():
+        groups.setdefault(name, GroupTaxonomy()).counts = counts
     return Taxonomy(run_dir, groups)
+
+
+# the query counts, named as in the run summary (counts.DEFINITIONS)
+COUNT_ROWS = (("queries", "queries"), ("finished", "finished"), ("infra failures", "infra_failures"),
+              ("valid", "valid"), ("answered", "answered"), ("win", "win"))
 
 
 def _status_label(key: int | str) -> str:
@@ -83,22 +90,33 @@ def _status_label(key: int | str) -> str:
 
 
 def taxonomy_tables(tax: Taxonomy) -> dict[str, tuple[list[str], list[list[str]]]]:
-    """Three tables (header, rows): answers, status codes, parse error kinds; one column per group + total."""
+    """Three tables (header, rows): query counts, status codes, parse error kinds; one column per group + total."""
     groups = tax.ordered_groups()
     header = ["", *groups, "total"]
 
     def row(name: str, values: list[int]) -> list[str]:
         return [name, *map(str, values), str(sum(values))]
 
-    answers = [row("queries", [len(tax.groups[g].queries) for g in groups]),
-               row("answered", [tax.groups[g].answered for g in groups]),
-               row("valid", [tax.groups[g].valid for g in groups]),
-               row("steps", [tax.groups[g].steps for g in groups])]
+    counts = [tax.groups[g].counts for g in groups]
+    answers = [row(name, [getattr(c, attr) for c in counts]) for name, attr in COUNT_ROWS]
+    answers.append(row("steps", [tax.groups[g].steps for g in groups]))
     codes = sorted({k for g in groups for k in tax.groups[g].status}, key=lambda k: (isinstance(k, str), k))
     status = [row(_status_label(k), [tax.groups[g].status.get(k, 0) for g in groups]) for k in codes]
     kinds = sorted({k for g in groups for k in tax.groups[g].errors}, key=lambda k: (k != "none", k))
     errors = [row(k, [tax.groups[g].errors.get(k, 0) for g in groups]) for k in kinds]
-    return {"answers": (header, answers), "status codes": (header, status), "parse errors": (header, errors)}
+    tables = {"queries": (header, answers), "status codes": (header, status), "parse errors": (header, errors)}
+    figures = [tax.groups[g].calls for g in groups]
+    if any(f.turns or f.reasks for f in figures):  # runs written before calls were validated have none
+        found = sorted({k for f in figures for k in f.violations}, key=_violation_order)
+        tables["call violations"] = (header, [
+            row("model turns", [f.turns for f in figures]), row("valid turns", [f.valid_turns for f in figures]),
+            row("re-asks", [f.reasks for f in figures]),
+            *(row(k, [f.violations.get(k, 0) for f in figures]) for k in found)])
+    return tables
+
+
+def _violation_order(kind: str) -> tuple[int, str]:
+    return (VIOLATION_KINDS.index(kind) if kind in VIOLATION_KINDS else len(VIOLATION_KINDS), kind)
 
 
 def to_markdown(tax: Taxonomy) -> str:

@@ -19,6 +19,7 @@ from collections import Counter
 from typing import Any
 
 from ..parsers import ParsedTurn
+from ..structured.rates import is_reask
 from .parse_spans import parse_spans
 from .taxonomy import NO_CALL
 
@@ -62,6 +63,8 @@ def attach_records(nodes: list[dict], records: list[dict]) -> int:
     """Give each step record to its node (see the module note); returns how many found their node."""
     position = matched = 0
     for record in records:
+        if is_reask(record):  # a discarded reply that was asked again: no node of the tree stands for it
+            continue
         wanted = "I" if record.get("call") is not None or record.get("status") is not None else "T"
         for index in range(position, len(nodes)):
             node = nodes[index]

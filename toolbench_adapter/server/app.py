@@ -2,21 +2,23 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
+from starlette.requests import ClientDisconnect
 
 from ..compat import STB, Compat
 from ..errors import InputError
+from ..fileio import OutputPathError, check_writable
 from ..protocol import server as S
 from .cache import ResponseCache
 from .catalog import ApiCatalog
 from .client import SOURCE_HEADER
 from .handler import Outcome, VirtualServer, _bad
+from .limits import read_body_capped
 from .simulators import SimulatorOptions, make_simulator
 
 DEFAULT_MAX_BODY_BYTES = 1 << 20  # 1 MiB: a tool call's arguments are a few hundred bytes
@@ -46,6 +48,14 @@ def build_virtual_server(config: ServerConfig) -> VirtualServer:
         catalog.add_tool_env(tools)
     if config.cache_dir is not None and Path(config.cache_dir).exists() and not Path(config.cache_dir).is_dir():
         raise InputError("the cache path is a file, not a folder", path=config.cache_dir)
+    if config.cache_dir is not None and config.save:
+        try:  # before the first miss, not as a failed write on every one
+            check_writable(config.cache_dir)
+        except OutputPathError as exc:
+            reason = exc.problem.removeprefix("cannot write here ")
+            raise InputError(f"the cache folder cannot be written {reason}", path=config.cache_dir,
+                             fix=f"{exc.fix}; `tba serve --no-save` serves a read-only cache folder (answers to "
+                             "misses are then kept in memory only)") from None
     cache = ResponseCache(config.cache_dir, save=config.save,
                           simulated_into_main=config.compat.cache_simulated_responses)
     try:
@@ -55,23 +65,35 @@ def build_virtual_server(config: ServerConfig) -> VirtualServer:
     return VirtualServer(cache, simulator, catalog)
 
 
-async def _read_body(request: Request, limit: int) -> bytes | None:
-    """The body, or None when it is larger than ``limit`` (checked while reading, not after)."""
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        return None
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            return None
-        chunks.append(chunk)
-    return b"".join(chunks)
+class _Reply(Response):
+    """A Response whose header lines come ready-made: they depend on the status, the source and the body's
+    length only, so a few dozen sets serve every request (Starlette builds and encodes them each time)."""
+
+    _headers: dict[tuple[int, str, int], list[tuple[bytes, bytes]]] = {}
+
+    def __init__(self, outcome: Outcome) -> None:
+        self.status_code = outcome.status
+        self.body = outcome.body
+        self.background = None
+        shape = (outcome.status, outcome.source, len(outcome.body))
+        headers = self._headers.get(shape)
+        if headers is None:
+            if len(self._headers) >= 10000:
+                self._headers.clear()
+            headers = self._headers[shape] = Response(outcome.body, status_code=outcome.status,
+                                                      media_type="application/json",
+                                                      headers={SOURCE_HEADER: outcome.source}).raw_headers
+        self.raw_headers = list(headers)  # a copy: whatever adds a header to this reply adds it here only
 
 
 def _respond(outcome: Outcome) -> Response:
-    return Response(json.dumps(outcome.answer, ensure_ascii=False), status_code=outcome.status,
-                    media_type="application/json", headers={SOURCE_HEADER: outcome.source})
+    return _Reply(outcome)
+
+
+def _connections(app: FastAPI) -> dict | None:
+    """The connection guard's counts (server/limits.py), when the app runs behind it."""
+    stats = getattr(app.state, "connections", None)
+    return stats.snapshot() if stats is not None else None
 
 
 def create_app(server: VirtualServer, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> FastAPI:
@@ -80,22 +102,31 @@ def create_app(server: VirtualServer, max_body_bytes: int = DEFAULT_MAX_BODY_BYT
 
     @app.post(S.VIRTUAL_PATH)
     async def virtual(request: Request) -> Response:
-        body = await _read_body(request, max_body_bytes)
+        try:
+            body = await read_body_capped(request, max_body_bytes)
+        except ClientDisconnect:  # nobody to answer: no traceback either
+            return Response(status_code=400)
         if body is None:
             outcome = _bad(413, f"body larger than {max_body_bytes} bytes")
             server.stats.record(outcome.source, 0.0)
             return _respond(outcome)
-        # cache reads may hit the disk and simulators call models: keep them off the event loop
-        return _respond(await run_in_threadpool(server.handle, body))
+        # a hit on a file already parsed is answered here, from memory (a thread-pool hop costs as much as the
+        # rest of the request); the rest may read the disk or call a model: off the event loop
+        outcome = server.answer_hit(body)
+        if outcome is None:
+            outcome = await run_in_threadpool(server.handle, body)
+        return _respond(outcome)
 
     @app.get("/health")
     def health() -> JSONResponse:
         return JSONResponse({"status": "ok", "simulator": server.simulator.name, "cache_files": server.cache.file_count,
                              "cache_dir": str(server.cache.root) if server.cache.root else None,
-                             "save": server.cache.save, "catalog_apis": len(server.catalog)})
+                             "save": server.cache.save, "save_failures": server.cache.save_failures,
+                             "last_save_error": server.cache.last_save_error, "catalog_apis": len(server.catalog),
+                             "connections": _connections(app)})
 
     @app.get("/stats")
-    def stats() -> JSONResponse:
+    async def stats() -> JSONResponse:  # on the loop, as the hit path's counters are
         return JSONResponse(server.stats.snapshot())
 
     return app

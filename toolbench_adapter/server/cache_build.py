@@ -9,6 +9,8 @@ when it is JSON and ``json.dumps(value)`` gives it back unchanged. Truncated obs
 characters + "...") are not JSON: they are skipped and counted, so a replay covers exact entries only.
 Status-1 calls, Finish, and answers the client made up itself (timeouts, status 12) are not cached.
 When two recordings of the same call disagree, the first one read wins and the conflict is counted.
+A file that cannot be used is refused whole, with its reason, before any of its entries is added: among
+others a function or tool name that would leave the cache's folders (``..``, ``/``): names never become paths.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..answers.read import UnusableAnswer, expand_answer_inputs, read_recorded
+from ..answers.read import RecordedAnswer, UnusableAnswer, expand_answer_inputs, read_recorded
 from ..answers.recorded_query import QueryResolver
 from ..env.lookup import suffix_match
 from ..errors import InputError
@@ -30,9 +32,9 @@ from ..fileio import OutputPathError, output_path_error
 from ..protocol import env as E
 from ..protocol.functions import FINISH_NAME
 from ..queries import GROUPS
-from ..toolset import build_toolset
+from ..toolset import Toolset, build_toolset
 from .cache import write_json_atomic
-from .names import api_key_for
+from .names import UnsafeName, api_key_for
 
 log = logging.getLogger(__name__)
 FINISH = FINISH_NAME
@@ -134,10 +136,10 @@ def _message_calls(messages: list) -> Iterator[RecordedCall]:
         if role == "assistant":
             if message.get("function_call"):
                 call = message["function_call"]
-                last_legacy = (call.get("name", ""), call.get("arguments", ""))
+                last_legacy = (call.get("name") or "", call.get("arguments") or "")
             for tool_call in message.get("tool_calls") or []:
                 function = tool_call.get("function") or {}
-                pending[tool_call.get("id")] = (function.get("name", ""), function.get("arguments", ""))
+                pending[tool_call.get("id")] = (function.get("name") or "", function.get("arguments") or "")
         elif role == "function" and last_legacy is not None:
             yield RecordedCall(last_legacy[0], last_legacy[1], message.get("content"), None)
             last_legacy = None
@@ -246,6 +248,29 @@ def not_replayable(answer: dict) -> dict[tuple[str, str], str]:
     return reasons
 
 
+def usable_calls(answer: RecordedAnswer, toolset: Toolset) -> list[RecordedCall]:
+    """The file's recorded calls, or UnusableAnswer when a route would leave the cache's folders (a function
+    or tool name holding ``..`` or ``/``: names never become paths) or the file cannot be walked. Checked
+    for the whole file before any of its entries is added, so a refused file adds nothing."""
+    names = answer.function_names
+    for name, route in toolset.routes.items():
+        try:
+            api_key_for(route.category, route.tool_name, route.api_name)
+        except UnsafeName as exc:
+            where = f"answer_generation.function[{names.index(name)}]" if name in names else "answer_generation.function"
+            raise UnusableAnswer("unsafe_function_name", f"function {name!r} would be cached outside the cache "
+                                 f"folder ({exc})", path=answer.path, field=where,
+                                 fix="leave this file out: function and tool names never hold '..' or '/'") from None
+    try:
+        return list(recorded_calls(answer.data))
+    except RecursionError:
+        raise UnusableAnswer("too_deeply_nested", "nested too deeply to walk (RecursionError)", path=answer.path,
+                             field="tree / trys", fix="leave this file out") from None
+    except (TypeError, AttributeError, ValueError) as exc:  # a shape shape.py does not name
+        raise UnusableAnswer("malformed", f"unexpected content ({type(exc).__name__}: {exc})",
+                             path=answer.path, fix="leave this file out") from None
+
+
 class CacheBuilder:
     """``isolate``: every file's calls route under its own category (what ``tba replay`` does), so two
     recordings of the same call never conflict. Otherwise queries from a query set keep their categories
@@ -260,9 +285,9 @@ class CacheBuilder:
         for path in answer_files(paths):
             self.add_file(path)
 
-    def _refuse(self, path: Path, reason: str, message: str) -> None:
+    def _refuse(self, path: Path, reason: str, message: str, field: str | None = None) -> None:
         self.report.skipped_files[reason] += 1
-        self.report.refused.append({"path": str(path), "reason": reason, "message": message})
+        self.report.refused.append({"path": str(path), "reason": reason, "field": field, "message": message})
 
     def add_file(self, path: Path) -> bool:
         """Add one file's calls; False (and the reason recorded) when the file cannot be used."""
@@ -270,23 +295,25 @@ class CacheBuilder:
             answer = read_recorded(path)
             resolved = self.resolver.resolve(answer)
             toolset = build_toolset(resolved.query, answer.flavour)
+            calls = usable_calls(answer, toolset)
         except UnusableAnswer as exc:
-            self._refuse(path, exc.reason, exc.problem)
+            self._refuse(path, exc.reason, exc.problem, exc.field)
             return False
         except InputError as exc:
-            self._refuse(path, "query_not_found", exc.problem)
+            self._refuse(path, "query_not_found", exc.problem, exc.field)
             return False
-        self.add_answer(answer.data, toolset)
+        self.add_answer(answer.data, toolset, calls)
         return True
 
-    def add_answer(self, answer: dict, toolset) -> None:
+    def add_answer(self, answer: dict, toolset, calls: list[RecordedCall] | None = None) -> None:
+        """``calls``: the file's recorded calls as ``usable_calls`` gave them (read here when None)."""
         self.report.answer_files += 1
         # route as the run did: against the function list the model saw (answer_generation.function)
         recorded = [f.get("function", f).get("name") for f in answer["answer_generation"].get("function") or []
                     if isinstance(f, dict)]
         names = [n for n in recorded if isinstance(n, str) and n != FINISH] or \
             [n for n in toolset.names if n != FINISH]
-        for call in recorded_calls(answer):
+        for call in recorded_calls(answer) if calls is None else calls:
             self.report.calls += 1
             reason = self._add_call(call, names, toolset.routes)
             if reason is not None:
@@ -338,9 +365,12 @@ class CacheBuilder:
             if path.exists():
                 try:
                     merged = json.loads(path.read_text(encoding="utf-8"))
-                except ValueError:
+                except (ValueError, RecursionError):
                     raise InputError("existing cache file is not valid JSON", path=path,
                                      fix="remove it or choose another --out folder") from None
+                if not isinstance(merged, dict):
+                    raise InputError("existing cache file is not a JSON object (arguments -> answer)", path=path,
+                                     fix="remove it or choose another --out folder")
             for key, value in entries.items():
                 if key in merged and merged[key] != value:
                     self.report.conflicts += 1
@@ -371,7 +401,13 @@ def no_usable_files_message(report: BuildReport, limit: int = 20) -> str:
              + (": " + ", ".join(f"{k} {v}" for k, v in sorted(report.skipped_files.items())) if report.refused else "")
              + ")"]
     for item in report.refused[:limit]:
-        lines.append(f"  {item['path']}: {item['reason']}: {item['message']}")
+        lines.append("  " + refusal_line(item))
     if len(report.refused) > limit:
         lines.append(f"  ... and {len(report.refused) - limit} more")
     return "\n".join(lines)
+
+
+def refusal_line(item: dict) -> str:
+    """``PATH: REASON: field F: what is wrong`` for one refused answer file."""
+    field = f"field {item['field']}: " if item.get("field") else ""
+    return f"{item['path']}: {item['reason']}: {field}{item['message']}"

@@ -18,7 +18,7 @@ from ..protocol import env as E
 from ..protocol import server as S
 from .cache import ResponseCache
 from .catalog import ApiCatalog
-from .names import UnsafeName, api_key_for
+from .names import ApiKey, UnsafeName, api_key_for
 from .simulators import SimulationRequest, Simulator
 from .stats import ServerStats
 
@@ -29,8 +29,13 @@ REQUIRED_FIELDS = ("category", "tool_name", "api_name", "tool_input")
 @dataclass(frozen=True)
 class Outcome:
     status: int  # HTTP status
-    answer: dict
+    answer: Any
     source: str  # cache, cache_simulated, simulator:<name>, chat_with_user, tool_input_parse_error, bad_request
+    body: bytes = b""  # the answer as sent (JSON, UTF-8); serialised here when not given
+
+    def __post_init__(self) -> None:
+        if not self.body:
+            object.__setattr__(self, "body", json.dumps(self.answer, ensure_ascii=False).encode("utf-8"))
 
 
 def _bad(status: int, problem: str) -> Outcome:
@@ -43,6 +48,72 @@ class VirtualServer:
         self.simulator = simulator
         self.catalog = catalog or ApiCatalog()
         self.stats = ServerStats()
+        # the hit path's memory: names as clients send them -> cache location, and (location, key) -> the
+        # reply prepared on its first hit; both bounded, the replies valid for one cache generation
+        self._keys: dict[tuple[str, str, str], tuple[ApiKey, str]] = {}  # -> (key, its relative path)
+        self._prepared: dict[tuple[str, str], Outcome] = {}
+        self._prepared_bytes = 0
+        self._prepared_generation: tuple[int, int] | None = None
+
+    def answer_hit(self, body: bytes) -> Outcome | None:
+        """The reply to a cache hit from memory only, without touching the disk or blocking: for the event
+        loop. None for anything else (a miss, a file not parsed yet, any bad input): handle() answers those.
+        Only a request that passes every check handle() makes before its lookup is answered here, so a hit
+        gets the bytes handle() would give (tests/test_server_hot_path.py holds replies recorded before)."""
+        started = time.perf_counter()
+        try:
+            payload = json.loads(body)
+            category, tool_name, api_name = payload["category"], payload["tool_name"], payload["api_name"]
+            tool_input = payload["tool_input"]
+            if type(category) is not str or type(tool_name) is not str or type(api_name) is not str:
+                return None
+            if type(tool_input) is str:
+                parsed = json.loads(tool_input) if tool_input else {}
+            elif type(tool_input) is dict:
+                parsed = tool_input
+            else:
+                return None
+            cache_key = str(parsed)
+        except (ValueError, TypeError, KeyError, RecursionError):  # not JSON, not an object, a field missing
+            return None
+        located = self._key_for(category, tool_name, api_name)
+        if located is None or located[0].api == S.CHAT_WITH_USER_API:
+            return None
+        rel = located[1]
+        generation = self.cache.generation
+        if generation != self._prepared_generation:
+            self._prepared.clear()
+            self._prepared_bytes = 0
+            self._prepared_generation = generation
+        outcome = self._prepared.get((rel, cache_key))
+        if outcome is None:
+            hit = self.cache.lookup_in_memory(rel, cache_key)
+            if hit is None:
+                return None
+            answer, simulated = hit
+            outcome = Outcome(200, answer, "cache_simulated" if simulated else "cache")
+            if self._prepared_bytes + len(outcome.body) > PREPARED_BYTES_MAX:
+                self._prepared.clear()
+                self._prepared_bytes = 0
+            self._prepared[(rel, cache_key)] = outcome
+            self._prepared_bytes += len(outcome.body)
+        self.stats.record_on_loop(outcome.source, time.perf_counter() - started)
+        return outcome
+
+    def _key_for(self, category: str, tool_name: str, api_name: str) -> tuple[ApiKey, str] | None:
+        """api_key_for and the key's relative path, remembered (a few thousand names at most); None for a
+        name handle() refuses."""
+        names = (category, tool_name, api_name)
+        located = self._keys.get(names)
+        if located is None:
+            try:
+                key = api_key_for(category, tool_name, api_name)
+            except UnsafeName:
+                return None
+            if len(self._keys) >= NAMES_MAX:
+                self._keys.clear()
+            located = self._keys[names] = (key, key.relative_path())
+        return located
 
     def handle(self, body: bytes) -> Outcome:
         started = time.perf_counter()
@@ -113,12 +184,14 @@ class VirtualServer:
             log.exception("simulator %s failed", self.simulator.name)
             return Outcome(200, {"error": E.FAKE_RESPONSE_FAILED, "response": ""}, source)
         if result.cacheable:
-            try:
+            try:  # a disk that refuses is counted and logged by the cache itself (one line, no traceback)
                 self.cache.store_simulated(request.key, request.cache_key, result.answer)
-            except OSError:
-                log.exception("could not save a simulated answer for %s", request.key.relative_path())
+            except ValueError as exc:  # a symlink in the cache folder that points outside it
+                log.warning("simulated answer for %s not saved: %s", request.key.relative_path(), exc)
         return Outcome(200, result.answer, source)
 
 
 _UNPARSABLE = object()
+PREPARED_BYTES_MAX = 64 << 20  # prepared replies kept: past it they are dropped and prepared again on use
+NAMES_MAX = 4096  # distinct (category, tool, api) spellings remembered
 _MAX_DEPTH_HINT = 1000  # CPython's default recursion limit, which json.loads and repr() stop at

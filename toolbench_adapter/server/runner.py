@@ -1,13 +1,17 @@
 """Run the app with uvicorn on a loopback socket: in the foreground (tba serve) or in a thread (tests,
-benchmarks), on a given port or a free one (port 0)."""
+benchmarks), on a given port or a free one (port 0). Either way behind the connection limits of limits.py
+(a read timeout for heads and bodies, a connection cap below the open-file limit), shown in /health."""
 
 from __future__ import annotations
 
 import socket
+import sys
 import threading
 import time
 
 import uvicorn
+
+from .limits import KEEP_ALIVE_S, ConnectionLimits, fit_to_open_files, guarded_protocol, open_files_limit
 
 
 def bind(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
@@ -27,23 +31,33 @@ def url_of(sock: socket.socket) -> str:
     return f"http://{f'[{host}]' if ':' in host else host}:{port}"
 
 
-def _uvicorn(app, log_level: str = "warning") -> uvicorn.Server:
-    config = uvicorn.Config(app, log_level=log_level, access_log=False, lifespan="off", timeout_keep_alive=30)
+def _uvicorn(app, log_level: str = "warning", limits: ConnectionLimits | None = None,
+             raise_open_files: bool = False) -> uvicorn.Server:
+    limits, note = fit_to_open_files(limits or ConnectionLimits(), open_files_limit(raise_open_files))
+    if note and raise_open_files:  # tba serve says so; a server inside another command keeps quiet
+        print(f"note: {note}", file=sys.stderr, flush=True)
+    protocol, stats = guarded_protocol(limits)
+    if hasattr(app, "state"):
+        app.state.connections = stats  # /health shows them
+    config = uvicorn.Config(app, log_level=log_level, access_log=False, lifespan="off",
+                            timeout_keep_alive=KEEP_ALIVE_S, http=protocol, backlog=limits.backlog)
     return uvicorn.Server(config)
 
 
-def serve_forever(app, sock: socket.socket, log_level: str = "warning") -> None:
-    _uvicorn(app, log_level).run(sockets=[sock])
+def serve_forever(app, sock: socket.socket, log_level: str = "warning", limits: ConnectionLimits | None = None) -> None:
+    """tba serve: the process's own server, so its open-file limit is raised to the hard limit first."""
+    _uvicorn(app, log_level, limits, raise_open_files=True).run(sockets=[sock])
 
 
 class EmbeddedServer:
     """``with EmbeddedServer(app) as server: requests.post(server.url + "/virtual", ...)``; always stops."""
 
-    def __init__(self, app, host: str = "127.0.0.1", port: int = 0, log_level: str = "warning"):
+    def __init__(self, app, host: str = "127.0.0.1", port: int = 0, log_level: str = "warning",
+                 limits: ConnectionLimits | None = None):
         self.app = app
         self.sock = bind(host, port)
         self.url = url_of(self.sock)
-        self._server = _uvicorn(app, log_level)
+        self._server = _uvicorn(app, log_level, limits)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self.sock]}, daemon=True)
 
     def start(self, timeout_s: float = 10.0) -> EmbeddedServer:

@@ -1,9 +1,13 @@
-"""Request counters and latency percentiles by answer source, for /stats."""
+"""Request counters and latency percentiles by answer source, for /stats.
+
+Two writers: handle() in the thread pool (misses, errors, a hit on a file not parsed yet) records under a
+lock; the event loop's hit path records without one, into counters only that one thread writes (the GIL
+makes each step atomic, and no other thread touches them). /stats adds the two up."""
 
 from __future__ import annotations
 
 import threading
-from collections import Counter, deque
+from collections import deque
 
 WINDOW = 20000  # latencies kept per source: recent enough, bounded memory
 HIT_SOURCES = ("cache", "cache_simulated")
@@ -19,18 +23,38 @@ def percentile(sorted_values: list[float], fraction: float) -> float:
 class ServerStats:
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._counts: Counter[str] = Counter()
+        self._counts: dict[str, int] = {}  # thread-pool writers, under the lock
         self._latencies: dict[str, deque[float]] = {}
+        self._loop_counts: dict[str, int] = {}  # the event loop's own, no lock
+        self._loop_latencies: dict[str, deque[float]] = {}
 
     def record(self, source: str, latency_s: float) -> None:
+        """From any thread."""
         with self._lock:
-            self._counts[source] += 1
-            self._latencies.setdefault(source, deque(maxlen=WINDOW)).append(latency_s)
+            self._counts[source] = self._counts.get(source, 0) + 1
+            latencies = self._latencies.get(source)
+            if latencies is None:
+                latencies = self._latencies[source] = deque(maxlen=WINDOW)
+            latencies.append(latency_s)
+
+    def record_on_loop(self, source: str, latency_s: float) -> None:
+        """From the event loop's thread only: two dict operations and an append, no lock."""
+        counts = self._loop_counts
+        counts[source] = counts.get(source, 0) + 1
+        latencies = self._loop_latencies.get(source)
+        if latencies is None:
+            latencies = self._loop_latencies[source] = deque(maxlen=WINDOW)
+        latencies.append(latency_s)
 
     def snapshot(self) -> dict:
         with self._lock:
             counts = dict(self._counts)
-            latencies = {k: sorted(v) for k, v in self._latencies.items()}
+            latencies = {k: list(v) for k, v in self._latencies.items()}
+        for source, count in list(self._loop_counts.items()):  # copies in C: nothing runs in between
+            counts[source] = counts.get(source, 0) + count
+        for source, values in list(self._loop_latencies.items()):
+            latencies.setdefault(source, []).extend(list(values))
+        latencies = {k: sorted(v) for k, v in latencies.items()}
         by_source = {
             source: {"count": counts[source],
                      "p50_ms": round(percentile(values, 0.50) * 1000, 3),

@@ -44,7 +44,18 @@
   }
   function badge(text, cls) { return el("span", {cls: "badge " + (cls || ""), text: String(text)}); }
   function short(text, n) { text = String(text || ""); return text.length > n ? text.slice(0, n) + "…" : text; }
-  function fmt(x) { return x === null || x === undefined ? "–" : (typeof x === "number" && !Number.isInteger(x) ? x.toFixed(3) : String(x)); }
+  function fmt(x) {
+    if (x === null || x === undefined) return "–";
+    if (typeof x === "number" && !Number.isInteger(x)) return x.toFixed(3);
+    if (Array.isArray(x)) return x.length ? x.map(fmt).join(", ") : "none";
+    if (typeof x === "object") {  // e.g. totals.infra_failures_by_kind: {"tool_server": 2}
+      var keys = Object.keys(x);
+      return keys.length ? keys.map(function (k) { return k + " " + fmt(x[k]); }).join(", ") : "none";
+    }
+    return String(x);
+  }
+  // a status code as people read it: its number and its name (toolbench_adapter/protocol/env.py STATUS_NAMES)
+  function statusText(s) { return STATUS_NAMES[s] ? s + " " + STATUS_NAMES[s] : String(s); }
   function hashOf(obj) {
     var parts = [];
     Object.keys(obj).forEach(function (k) {
@@ -165,11 +176,13 @@
   }
 
   function firstScreen(run) {
-    var f = run.facts || {}, h = run.headline || {};
+    var f = run.facts || {}, h = run.headline || {}, ev = run.evaluation;
     var box = el("section", {cls: "first", id: "first-screen"});
     box.appendChild(el("h2", {cls: "run-name", text: run.name}));
     var facts = [["model", f.model], ["method", f.method], ["dialect / parser", (f.dialect || "unknown") + " / " + (f.parser || "unknown")],
-      ["judge", f.judge || (run.boards.length ? "not recorded" : "not judged")], ["compat", f.compat], ["date", f.date]];
+      ["judge", f.judge || (run.boards.length ? "not recorded" : "not judged")],
+      ["evaluation", ev ? ev.id + (ev.count > 1 ? " (" + ev.why + "; " + ev.count + " evaluations)" : "") : null],
+      ["compat", f.compat], ["structured output", f.structured], ["date", f.date]];
     box.appendChild(el("p", {cls: "facts", id: "facts"}, facts.filter(function (x) { return x[1]; }).map(function (x) {
       return el("span", {cls: "fact"}, el("span", {cls: "muted", text: x[0] + " "}), el("b", {text: String(x[1])}));
     })));
@@ -177,19 +190,45 @@
     var sopr = h.sopr || {};
     ["upstream", "strict"].forEach(function (mode) {
       var s = sopr[mode];
-      var note = mode === "upstream" ? "denominator: answered queries" : "denominator: whole test set";
+      var note = mode === "upstream" ? "denominator: judged queries (every answer file)" : "denominator: whole test set";
       // upstream divides by the queries judged; strict by the whole test set, a missing answer counting Unsolved
       var sub = !s ? "" : mode === "upstream" ? "n " + s.n + " of " + s.N + " queries" : "n " + (s.n - s.missing) + " of " + s.n + " test ids answered";
       if (s) cards.appendChild(card("SoPR " + mode, s.text, sub, note, "sopr-" + mode));
     });
     if (!sopr.upstream && !sopr.strict) cards.appendChild(card("SoPR", "not judged", "run `tba evaluate`", "no judge labels in this folder", "sopr-none"));
-    cards.appendChild(card("valid answers", h.valid + " / " + h.queries, pct(h.valid, h.queries), "a final answer was given", "valid"));
+    // the run summary's counts (evaluation/counts.py): the same words and numbers as tba run prints
+    var counted = h.answered === undefined ? "" : " · answered " + h.answered + ", win " + h.win;
+    cards.appendChild(card("valid answers", h.valid + " / " + h.queries, pct(h.valid, h.queries) + counted,
+      "valid: a final answer was given; answered: valid, and it is a give_answer; win: upstream's win flag (not judged)", "valid"));
     var infraText = h.infra + " / " + h.queries;
     var kinds = Object.keys(h.infra_kinds || {}).map(function (k) { return k + " " + h.infra_kinds[k]; }).join(", ");
     var infraSub = h.outcome_unknown === h.queries ? "unknown: run written before outcomes were recorded" : (kinds || "none");
     cards.appendChild(card("infrastructure failures", h.outcome_unknown === h.queries ? "unknown" : infraText, infraSub,
       "model endpoint, tool server, replay gap or harness error: not the model's fault", "infra", h.infra ? "bad" : ""));
+    var jf = run.judgeFailures || [0, null];  // [failed judgements, judgements (null: unknown)]
+    if (run.boards.length || jf[1]) {
+      cards.appendChild(card("failed judgements", jf[1] === null ? String(jf[0]) : jf[0] + " / " + jf[1],
+        jf[0] ? "JudgeError: no verdict" : "every judgement gave a verdict",
+        "judgements where the judge gave no verdict after its retries (label JudgeError)", "judge-failures", jf[0] ? "bad" : ""));
+    }
     box.appendChild(cards);
+    // evaluations are kept apart per judge (evaluation/evaluations.py): say whose labels these are
+    if (ev && ev.selfJudged) {
+      box.insertBefore(el("p", {cls: "warning", id: "self-judged-warning"}, el("b", {text: "Self-judged: "}),
+        "the run's own model judged its answers (tba evaluate --judge-self). A model grading itself gives no StableToolBench number: " +
+        "judge the run with another model for one (tba evaluate " + run.path + " --judge-url URL --judge-model NAME)."), cards);
+    }
+    if (ev && ev.laterFailed.length) {
+      box.insertBefore(el("p", {cls: "warning", id: "evaluation-warning"}, el("b", {text: "A later evaluation failed: "}),
+        ev.laterFailed.map(function (x) { return x.summary; }).join("; ") + ". It replaced nothing: shown is " + ev.id +
+        " (" + ev.why + "). tba report --judge-id " + ev.laterFailed[0].id + " shows the failed one."), cards);
+    }
+    if (jf[0]) {
+      box.insertBefore(el("p", {cls: "warning", id: "judge-warning"}, el("b", {text: "Warning: "}),
+        (jf[1] === null ? jf[0] : jf[0] + " of " + jf[1]) + " judgements failed (JudgeError: the judge gave no verdict after its retries). ",
+        "A failed judgement says nothing about the answer: ", link({label: "JudgeError"}, "the queries labelled JudgeError"),
+        ", then judge again once the judge works: tba evaluate " + run.path), cards);
+    }
     if (run.notes.length) box.appendChild(el("ul", {cls: "notes"}, run.notes.map(function (n) { return el("li", {text: n}); })));
     return box;
   }
@@ -226,7 +265,7 @@
     wrap.appendChild(el("table", {cls: "board"},
       el("tr", null, board.header.map(function (h, i) { return el("th", {cls: i ? "num" : "", text: h}); })),
       board.rows.map(function (row) { return el("tr", null, row.map(function (c, i) { return el("td", {cls: i ? "num" : "", text: c}); })); })));
-    if (board.footnote) wrap.appendChild(el("p", {cls: "meta", text: board.footnote}));
+    if (board.footnote) wrap.appendChild(el("p", {cls: "meta board-foot", text: board.footnote}));  // one note a line
     return wrap;
   }
 
@@ -243,7 +282,7 @@
       var rows = kinds.map(function (kind) {
         var counts = part[1][kind];
         var total = 0;
-        var label = part[2] === "status" ? kind + (STATUS_NAMES[kind] ? " " + STATUS_NAMES[kind] : "") : kind;
+        var label = part[2] === "status" ? statusText(kind) : kind;
         var cells = run.groups.map(function (g) {
           var n = counts[g] || 0; total += n;
           var change = {group: g}; change[part[2]] = kind;
@@ -297,7 +336,7 @@
     } else {
       add("label", "label", LABELS, LABELS.map(labelText));
       add("error", "error kind", run.errorKinds);
-      add("status", "status", run.statusCodes.map(String), run.statusCodes.map(function (c) { return c + (STATUS_NAMES[c] ? " " + STATUS_NAMES[c] : ""); }));
+      add("status", "status", run.statusCodes.map(String), run.statusCodes.map(statusText));
     }
     var search = el("input", {type: "search", id: "f-q", placeholder: "search queries, raw outputs, observations"});
     var timer = null;
@@ -347,7 +386,7 @@
         el("td", null, outcomeBadge(q)),
         el("td", null, badge(q.win ? "win" : "no", q.win ? "ok" : "bad")), el("td", null, badge(q.valid ? "valid" : "invalid", q.valid ? "ok" : "bad")),
         el("td", null, labelBadge(q.label)), el("td", {cls: "num", text: fmt(q.calls)}),
-        el("td", {cls: "kinds"}, q.err.map(function (e) { return badge(e, "bad"); })), el("td", {cls: "kinds"}, q.st.map(function (s) { return badge(s, statusClass(s)); })),
+        el("td", {cls: "kinds"}, q.err.map(function (e) { return badge(e, "bad"); })), el("td", {cls: "kinds"}, q.st.map(function (s) { return badge(statusText(s), statusClass(s)); })),
         el("td", {cls: "num", text: fmt(q.wall)}));
       table.appendChild(row);
       row.addEventListener("click", function () { openQuery(state.open === key ? "" : key); });
@@ -454,25 +493,38 @@
     return box;
   }
 
+  // a prompt block stores each call as [prefix shared with the previous call's prompt, its own rest]
+  function promptAt(p, mc) {
+    if (!p.decoded) p.decoded = [];
+    for (var i = p.decoded.length; i <= mc; i++) {
+      var previous = i ? p.decoded[i - 1] : (p.kind === "text" ? "" : []);
+      var c = p.calls[i];
+      p.decoded.push(p.kind === "text" ? previous.slice(0, c[0]) + c[1] : previous.slice(0, c[0]).concat(c[1]));
+    }
+    return p.decoded[mc];
+  }
+  function promptPart(p, mc, key) { var v = p.vary && p.vary[mc]; return v && key in v ? v[key] : p[key]; }
+
   function promptView(p, mc) {
-    if (!p || mc === undefined || !p.calls[mc]) return el("p", {cls: "muted prompt-none", text: "prompt: not shown for this call (rebuilt only from the messages an answer file keeps along a valid answer's path, through a known dialect)"});
-    var shared = p.calls[mc][0], rest = p.calls[mc][1];
-    var how = p.how + " from the answer file's messages through the run's dialect (its recorded options), rendered by this page's toolbench-adapter" + (p.run_code ? "; the run was made by " + p.run_code : "");
+    if (!p || mc === undefined || !p.calls[mc]) return el("p", {cls: "muted prompt-none", text: "prompt: not shown for this call (this run did not record its requests, and an older run's prompts are rebuilt only from the messages an answer file keeps along a valid answer's path, through a known dialect)"});
+    var prompt = promptAt(p, mc);
+    var stop = promptPart(p, mc, "stop"), prefill = promptPart(p, mc, "prefill"), tools = promptPart(p, mc, "tools");
+    var how = p.how === "recorded" ? "recorded by the run as it was sent (steps.jsonl)"
+      : p.how + " from the answer file's messages through the run's dialect (its recorded options), rendered by this page's toolbench-adapter" + (p.run_code ? "; the run was made by " + p.run_code : "");
     var body;
     if (p.kind === "text") {
-      body = el("pre", {cls: "prompt-text", text: p.full.slice(0, shared) + rest});
+      body = el("pre", {cls: "prompt-text", text: prompt});
     } else {
-      var messages = p.full.slice(0, shared).concat(rest);
-      body = el("div", {cls: "messages"}, messages.map(function (m) {
+      body = el("div", {cls: "messages"}, prompt.map(function (m) {
         var text = m.content === null || m.content === undefined ? "" : (typeof m.content === "string" ? m.content : JSON.stringify(m.content, null, 1));
         if (m.tool_calls) text += (text ? "\n" : "") + "tool_calls: " + JSON.stringify(m.tool_calls, null, 1);
         return el("div", {cls: "msg"}, el("span", {cls: "badge role", text: m.role + (m.name ? " " + m.name : "")}), el("pre", {text: text}));
       }));
     }
-    var size = p.kind === "text" ? (shared + rest.length) + " characters" : (shared + rest.length) + " messages";
+    var size = prompt.length + (p.kind === "text" ? " characters" : " messages");
     var box = el("details", {cls: "prompt"}, el("summary", {text: "prompt sent (" + size + ", " + p.how + ")"}),
-      el("p", {cls: "meta", text: how + (p.stop && p.stop.length ? " · stop " + JSON.stringify(p.stop) : "") + (p.prefill ? " · prefill " + JSON.stringify(p.prefill) : "")}), body);
-    if (p.tools) box.appendChild(el("details", null, el("summary", {text: "tools sent (" + p.tools.length + ")"}), el("pre", {text: JSON.stringify(p.tools, null, 1)})));
+      el("p", {cls: "meta", text: how + (stop && stop.length ? " · stop " + JSON.stringify(stop) : "") + (prefill ? " · prefill " + JSON.stringify(prefill) : "")}), body);
+    if (tools) box.appendChild(el("details", null, el("summary", {text: "tools sent (" + tools.length + ")"}), el("pre", {text: JSON.stringify(tools, null, 1)})));
     return box;
   }
 
@@ -540,7 +592,7 @@
     } else {
       var code = n.c;
       append(box, el("div", {cls: "nh"}, el("b", {text: "Action Input"}), " · depth " + n.z + " ", flags,
-        code !== undefined ? badge("status " + code + (STATUS_NAMES[code] ? " " + STATUS_NAMES[code] : ""), statusClass(code)) : null));
+        code !== undefined ? badge("status " + statusText(code), statusClass(code)) : null));
       append(box, el("pre", {cls: "args", text: n.d}));
       append(box, recordView(n.rec));
       append(box, toolCallView(n.rec));

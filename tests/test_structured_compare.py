@@ -1,0 +1,63 @@
+"""Runs that differ in --on-invalid / --constrain / dialect, compared by tba compare-parsers --runs."""
+
+import csv
+import json
+
+from runners.cli import main
+from runners.config import RunConfig
+from runners.evaluate import evaluate_run
+from runners.models.scripted import ScriptedBackend
+from runners.run import Runner
+
+FINISH = 'Thought: done.\nAction: Finish\nAction Input: {"return_type": "give_answer", "final_answer": "x"}'
+
+
+def unknown_then_finish(request):
+    text = request.prompt or json.dumps(request.messages)
+    if "Your last reply could not be used" in text:
+        return FINISH
+    return "Thought: t\nAction: get_everything\nAction Input: {}"
+
+
+class SolvedJudge:
+    name = "solved-judge"
+    supports_tools = True
+
+    def chat(self, messages, *, tools=None, tool_choice=None, **_):
+        arguments = json.dumps({"reason": "ok", "answer_status": "Solved"})
+        return {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c", "type": "function", "function": {"name": tool_choice["function"]["name"],
+                                                         "arguments": arguments}}]}
+
+
+def judged_run(tmp_path, name, on_invalid):
+    cfg = RunConfig(name=name, out_root=str(tmp_path), backend="scripted", dialect="toolllama", max_step=4,
+                    on_invalid=on_invalid, tool_root="data/sample/toolenv/tools")
+    Runner(cfg, backend=ScriptedBackend(script=unknown_then_finish), progress=False).run()
+    evaluation = evaluate_run(tmp_path / name, SolvedJudge(), evaluate_times=1, progress=False,
+                              cache_path=str(tmp_path / "judge.jsonl"))
+    return evaluation
+
+
+def test_runs_that_share_a_parser_are_named_by_their_policy(tmp_path, capsys):
+    judged_run(tmp_path, "observe", "observe")
+    reasked = judged_run(tmp_path, "reask", "reask:2")
+    # the re-asking run's leaderboard row names its policy
+    assert any("reask@reask-2" in " ".join(map(str, row)) for board in reasked.boards for row in board.body())
+    out = tmp_path / "cmp"
+    # the upstream setting is the baseline whatever the order given
+    assert main(["compare-parsers", "--runs", str(tmp_path / "reask"), str(tmp_path / "observe"),
+                 "--out", str(out)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["run", "valid", "turns", "valid", "answers", "calls/query", "tokens/query",
+                                "s/query", "pass", "rate", "vs", "baseline", "(95%", "CI)", "flips", "up/down"]
+    rows = {line.split("  ")[0]: line for line in lines[1:3]}
+    # observe: one unknown call per turn, never finishes (2 turns); reask:2: one re-ask, then Finish
+    assert "0.0% (0/12)" in rows["on-invalid=observe"] and "0/6" in rows["on-invalid=observe"]
+    assert "baseline" in rows["on-invalid=observe"]
+    assert "50.0% (6/12)" in rows["on-invalid=reask:2"] and "6/6" in rows["on-invalid=reask:2"]
+    assert "+100.0 [+100.0, +100.0]" in rows["on-invalid=reask:2"] and "6/0" in rows["on-invalid=reask:2"]
+    table = list(csv.DictReader((out / "runs.csv").open()))
+    assert [r["run"] for r in table] == ["on-invalid=reask:2", "on-invalid=observe"]
+    assert table[0]["calls_per_query"] == "2.00" and table[1]["calls_per_query"] == "2.00"
+    assert (out / "runs.md").read_text().startswith("# Runs compared")

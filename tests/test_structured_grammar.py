@@ -1,0 +1,91 @@
+"""The grammar of a reply per dialect and function list, and what each kind of endpoint is sent."""
+
+import json
+
+import pytest
+
+from runners.models.constrain import OPENAI, VLLM, body_fields, openai_reply_schema
+from toolbench_adapter.errors import InputError
+from toolbench_adapter.queries import QuerySet
+from toolbench_adapter.structured.grammar import THOUGHT_MAX_CHARS, reply_constraint
+from toolbench_adapter.toolset import build_toolset
+
+xgr = pytest.importorskip("xgrammar", reason="the structured extra (xgrammar) is not installed")
+from xgrammar.testing import _is_grammar_accept_string  # noqa: E402
+
+GIVE_ANSWER = {"return_type": "give_answer", "final_answer": "x"}
+
+
+@pytest.fixture(scope="module")
+def toolset():
+    return build_toolset(QuerySet(None).load("G1_instruction")[0], "current")
+
+
+def accepts(constraint, text):
+    return _is_grammar_accept_string(xgr.Grammar.from_ebnf(constraint.ebnf), text)
+
+
+def test_toolllama_after_the_prefill(toolset):
+    c = reply_constraint("toolllama", toolset, "Thought: ", max_tokens=64)
+    first = toolset.names[0]  # current_conditions_for_skycast_lite_weather: city required, units optional
+    assert accepts(c, f'I look.\nAction: {first}\nAction Input: {{"city": "Lisbon"}}')
+    assert accepts(c, f'I look.\nAction: {first}\nAction Input: {{"city": "Lisbon", "units": "metric"}}')
+    assert not accepts(c, f'I look.\nAction: {first}\nAction Input: {{"units": "metric"}}')  # city is required
+    assert not accepts(c, f'I look.\nAction: {first}\nAction Input: {{"city": 5}}')  # a string
+    assert not accepts(c, f'I look.\nAction: {first}\nAction Input: {{"city": "L", "q": 1}}')  # undeclared
+    assert not accepts(c, 'I look.\nAction: get_weather\nAction Input: {}')  # not a listed function
+    assert not accepts(c, "two\nlines\nAction: Finish\nAction Input: {}")
+    assert not accepts(c, "x" * (THOUGHT_MAX_CHARS + 1) + f"\nAction: Finish\nAction Input: {json.dumps(GIVE_ANSWER)}")
+    # Finish: give_answer carries a non-empty final answer of at most max_tokens characters
+    assert accepts(c, f"Done.\nAction: Finish\nAction Input: {json.dumps(GIVE_ANSWER)}")
+    assert accepts(c, 'Done.\nAction: Finish\nAction Input: {"return_type": "give_up_and_restart"}')
+    assert not accepts(c, 'Done.\nAction: Finish\nAction Input: {"return_type": "give_answer"}')
+    too_long = {"return_type": "give_answer", "final_answer": "y" * 65}
+    assert not accepts(c, f"Done.\nAction: Finish\nAction Input: {json.dumps(too_long)}")
+
+
+def test_toolllama_without_a_prefill_writes_the_thought_marker(toolset):
+    c = reply_constraint("toolllama", toolset, "")
+    assert accepts(c, f"Thought: t\nAction: Finish\nAction Input: {json.dumps(GIVE_ANSWER)}")
+    assert not accepts(c, f"t\nAction: Finish\nAction Input: {json.dumps(GIVE_ANSWER)}")
+
+
+def test_a_prefill_the_format_cannot_follow_is_exit_2(toolset):
+    with pytest.raises(InputError, match="prefill"):
+        reply_constraint("toolllama", toolset, "Action: ")
+    with pytest.raises(InputError, match="no grammar for the openai-tools dialect"):
+        reply_constraint("openai-tools", toolset)
+
+
+def test_json_object_jsonl_and_hermes(toolset):
+    first = toolset.names[0]
+    obj = reply_constraint("json-object", toolset)
+    assert accepts(obj, json.dumps({"think": "t", "action": first, "arguments": {"city": "L"}}))
+    assert accepts(obj, json.dumps({"think": "t", "answer": "a"}))
+    assert not accepts(obj, json.dumps({"think": "t", "action": "nope", "arguments": {}}))
+    assert obj.json_schema is not None  # one JSON object: OpenAI's response_format can carry it
+    line = json.dumps({"name": first, "parameters": {"city": "L"}})
+    finish = json.dumps({"name": "Finish", "parameters": GIVE_ANSWER, "call_id": "c1"})
+    lines = reply_constraint("jsonl", toolset)
+    assert accepts(lines, line) and accepts(lines, line + "\n" + finish)
+    assert not accepts(lines, "\n".join([line] * 4)) and lines.json_schema is None
+    block = "<tool_call>\n" + json.dumps({"name": first, "arguments": {"city": "L"}}) + "\n</tool_call>"
+    hermes = reply_constraint("hermes", toolset)
+    assert accepts(hermes, "I call it.\n" + block) and accepts(hermes, block + "\n" + block)
+    assert not accepts(hermes, "I call nothing.")
+
+
+def test_endpoint_fields(toolset):
+    react = reply_constraint("toolllama", toolset, "Thought: ")
+    assert body_fields(react, VLLM) == {"structured_outputs": {"grammar": react.ebnf}}
+    assert body_fields(None, VLLM) == {}
+    with pytest.raises(ValueError):
+        body_fields(react, OPENAI)  # no JSON schema for ReAct text
+    obj = reply_constraint("json-object", toolset)
+    form = body_fields(obj, OPENAI)["response_format"]
+    assert form["type"] == "json_schema" and form["json_schema"]["strict"] is True
+    schema = openai_reply_schema(obj)
+    assert schema["required"] == ["think", "action", "arguments"] and schema["additionalProperties"] is False
+    city = schema["properties"]["arguments"]["anyOf"][0]
+    assert city["required"] == list(city["properties"])  # strict: every property listed as required
+    assert city["properties"]["units"]["type"] == ["string", "null"]  # optional: nullable

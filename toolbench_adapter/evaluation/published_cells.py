@@ -1,0 +1,161 @@
+"""One printed cell of a published table: its markup taken off, then read as a number, a "not reported" mark,
+or text.
+
+Papers print cells as ``**64.1±0.8**``, ``_55.5±0.9_``, ``\\textbf{52.2}$\\pm$1.1``, ``52.2$_{\\pm 1.1}$``,
+``60.7<sup>†</sup>``, ``[58.2](link)``; all of them read as the same number, and row names lose the same markup
+(footnote marks such as ``†``, ``*``, ``^a`` included). ``/``, ``-``, ``–``, ``N/A`` mean "not reported".
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
+
+NUMBER, EMPTY, TEXT = "number", "not reported", "text"
+EMPTY_MARKS = {"", "/", "-", "–", "—", "--", "---", "n/a", "na", "n.a.", "none", "✗", "×"}
+
+# LaTeX commands that wrap their argument (the argument stays) and that only style (removed with no argument)
+_WRAPPERS = ("textbf", "textit", "textsl", "textup", "textrm", "textsf", "texttt", "textsc", "textnormal", "emph",
+             "underline", "uline", "uuline", "mathbf", "mathrm", "mathit", "mathsf", "boldsymbol", "bm", "text",
+             "mbox", "hbox", "makecell", "thead", "shortstack", "ensuremath", "num")
+_STYLES = ("bfseries", "itshape", "mdseries", "normalfont", "scriptsize", "footnotesize", "small", "tiny",
+           "normalsize", "large", "Large", "centering", "raggedright", "raggedleft", "bf", "it", "rm", "sf", "tt",
+           "em", "hfill", "quad", "qquad", "displaystyle", "textstyle")
+_MARK_COMMANDS = ("dagger", "ddagger", "dag", "ddag", "S", "P", "star", "ast", "ssymbol", "checkmark")
+_FOOTNOTE_CHARS = "†‡§¶*⁎∗★☆♠♣♥♦◇◆○●"
+_SUPERSCRIPTS = "⁰¹²³⁴⁵⁶⁷⁸⁹ᵃᵇᶜᵈᵉᶠᵍʰⁱʲᵏˡᵐⁿᵒᵖʳˢᵗᵘᵛʷˣʸᶻ⁺⁻"
+_ENTITIES = {"&plusmn;": "±", "&pm;": "±", "&ndash;": "–", "&mdash;": "—", "&nbsp;": " ", "&dagger;": "†",
+             "&Dagger;": "‡", "&amp;": "&", "&lt;": "<", "&gt;": ">", "&minus;": "-", "&#177;": "±"}
+NUMBER_RE = re.compile(r"^(-?\d+(?:\.(\d+))?)(?:±(\d+(?:\.\d+)?))?$")
+
+
+@dataclass
+class PublishedCell:
+    text: str  # as printed, markup taken off
+    mean: float
+    std: float | None
+    decimals: int
+
+    @property
+    def unit(self) -> float:
+        """One unit of the last printed digit."""
+        return 10.0 ** -self.decimals
+
+
+def _unwrap_latex(text: str) -> str:
+    arg = r"\{([^{}]*)\}"
+    for _ in range(12):  # nested wrappers: \textbf{\underline{52.2}}
+        before = text
+        text = re.sub(r"\\multicolumn\{\d+\}\{[^{}]*\}" + arg, r"\1", text)
+        text = re.sub(r"\\multirow\[?[^{\]]*\]?\{[^{}]*\}\[?[^{\]]*\]?\{[^{}]*\}" + arg, r"\1", text)
+        text = re.sub(r"\\(?:textcolor|colorbox)\{[^{}]*\}" + arg, r"\1", text)
+        text = re.sub(r"\\(?:cellcolor|rowcolor|color)(?:\[[^\]]*\])?\{[^{}]*\}", "", text)
+        text = re.sub(r"\\(?:textsuperscript|footnote|footnotemark|tnote|tablefootnote)" + arg, "", text)
+        text = re.sub(r"\\(?:{})\*?(?:\[[^\]]*\])?".format("|".join(_WRAPPERS)) + arg, r"\1", text)
+        text = re.sub(r"\^\{[^{}]*\}", "", text)  # superscripts are footnote marks in a table
+        text = re.sub(r"_\{([^{}]*)\}", r"\1", text)  # subscripts hold the std: 52.2_{\pm 1.1}
+        if text == before:  # only then bare groups ({\bf 52.2}): a command's own arguments are read first
+            text = re.sub(r"(?<![\\a-zA-Z}])\{([^{}]*)\}", r"\1", text)
+        if text == before:  # then any other command keeps its last argument (\foo{52.2})
+            text = re.sub(r"\\[a-zA-Z]+\*?(?:\{[^{}]*\})*" + arg, r"\1", text)
+        if text == before:
+            return text
+    return text
+
+
+def _latex(text: str) -> str:
+    if "\\" not in text and "$" not in text and "{" not in text:
+        return text
+    text = re.sub(r"\\(?:pm|textpm|mp)(?![a-zA-Z])", "±", text)
+    text = re.sub(r"\\(?:textendash|textemdash)(?![a-zA-Z])", "–", text)
+    text = text.replace("\\%", "%").replace("\\&", "&").replace("\\_", "_").replace("\\#", "#")
+    text = _unwrap_latex(text)
+    text = re.sub(r"\\(?:{})(?![a-zA-Z])".format("|".join(_MARK_COMMANDS)), "†", text)
+    text = re.sub(r"\\(?:{})(?![a-zA-Z])".format("|".join(_STYLES)), " ", text)
+    text = re.sub(r"\\[,;:!> ]|~", " ", text)
+    text = re.sub(r"\\[a-zA-Z]+\*?", " ", text)  # any command left (\hline met mid-row, \ding...)
+    return text.replace("$", "").replace("{", "").replace("}", "")
+
+
+def _html(text: str) -> str:
+    if "<" not in text and "&" not in text:
+        return text
+    for entity, char in _ENTITIES.items():
+        text = text.replace(entity, char)
+    text = re.sub(r"<sup>.*?</sup>", "", text, flags=re.I | re.S)
+    return re.sub(r"</?[a-zA-Z][^>]*>", "", text)
+
+
+def _markdown(text: str) -> str:
+    text = re.sub(r"!\[[^\]]*\]\([^)]*\)", "", text)  # images
+    text = re.sub(r"\[\^[^\]]*\]", "", text)  # footnote references [^1]
+    text = text.replace("`", "")  # code spans: a table cell holds no backtick of its own
+    for _ in range(6):  # ***x***, **_x_**, [**x**](link)
+        before = text
+        text = re.sub(r"\[([^\[\]]*)\]\([^()]*\)", r"\1", text)  # links keep their text
+        text = re.sub(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1", r"\2", text)
+        text = re.sub(r"~~(?=\S)(.+?)(?<=\S)~~", r"\1", text)
+        text = re.sub(r"(?<![\w*])\*(?=\S)(.+?)(?<=\S)\*(?![\w*])", r"\1", text)
+        text = re.sub(r"(?<![\w_])_(?=\S)(.+?)(?<=\S)_(?![\w_])", r"\1", text)
+        text = re.sub(r"^\s*(\*\*|__|\*|_|~~)\s*(.+?)\s*\1\s*$", r"\2", text)  # the whole cell, spaces inside
+        if text == before:
+            break
+    return text
+
+
+def _footnote_marks(text: str) -> str:
+    text = re.sub(r"\^\(?[A-Za-z0-9†‡*]{1,3}\)?(?![A-Za-z0-9.])", "", text)  # ^a, ^1, ^†
+    text = re.sub(f"[{re.escape(_FOOTNOTE_CHARS)}{_SUPERSCRIPTS}]", "", text)
+    return text
+
+
+def clean(text: str) -> str:
+    """The cell's text without markup, footnote marks, % signs or deltas, spaces around ± closed up."""
+    text = _html(_latex(text))
+    text = re.sub(f"\\^?[{_FOOTNOTE_CHARS.replace('*', '')}{_SUPERSCRIPTS}]", "", text)  # before emphasis: _x_¹
+    text = _markdown(text)
+    text = _footnote_marks(text)
+    text = text.replace("−", "-").replace("\u00a0", " ").replace("+-", "±").replace("+/-", "±")
+    text = re.sub(r"\s+", " ", text).strip()
+    # a printed change beside the figure: "64.1 (+5.2)", "64.1 ↑5.2", "(↓0.4)"
+    text = re.sub(r"\s*\(\s*[+\-↑↓▲▼]\s*\d+(?:\.\d+)?\s*%?\s*\)$", "", text)
+    text = re.sub(r"\s*[↑↓▲▼]\s*\d*(?:\.\d+)?\s*%?$", "", text)
+    text = re.sub(r"\s*\(\s*±\s*(\d+(?:\.\d+)?)\s*\)", r"±\1", text)  # 52.2 (±1.1)
+    text = re.sub(r"\s*±\s*", "±", text)
+    return text.replace("%", "").strip()
+
+
+@dataclass
+class Reading:
+    kind: str  # NUMBER, EMPTY or TEXT
+    text: str  # cleaned
+    cell: PublishedCell | None = None
+
+
+def read(text: str) -> Reading:
+    cleaned = clean(text)
+    if cleaned.lower() in EMPTY_MARKS:
+        return Reading(EMPTY, cleaned)
+    match = NUMBER_RE.match(cleaned)
+    if not match:
+        return Reading(TEXT, cleaned)
+    std = float(match.group(3)) if match.group(3) is not None else None
+    return Reading(NUMBER, cleaned, PublishedCell(cleaned, float(match.group(1)), std, len(match.group(2) or "")))
+
+
+def prints_as(value: float, printed: float, decimals: int) -> bool:
+    """Whether ``value`` rounds to the printed figure: half up or half to even (papers use both), after float
+    noise is taken off (54.55 computed as 54.549999... still rounds to 54.6 half up)."""
+    exact = Decimal(repr(round(value, 9)))
+    unit = Decimal(1).scaleb(-decimals)
+    target = Decimal(repr(printed)).quantize(unit, rounding=ROUND_HALF_EVEN)
+    return target in (exact.quantize(unit, rounding=ROUND_HALF_UP), exact.quantize(unit, rounding=ROUND_HALF_EVEN))
+
+
+def parse_cell(text: str) -> PublishedCell | None:
+    return read(text).cell
+
+
+def is_number(text: str) -> bool:
+    return read(text).kind == NUMBER

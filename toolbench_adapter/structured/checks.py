@@ -1,0 +1,22 @@
+"""The violations of one parsed turn against the query's function list, as steps.jsonl records them."""
+
+from __future__ import annotations
+
+from ..parsers.base import ParsedTurn
+from ..parsers.schema import Violation, turn_violations
+from ..parsers.upstream_schema import argument_schemas
+from ..toolset import Toolset
+
+
+def step_violations(parsed: ParsedTurn, toolset: Toolset) -> list[list[dict]]:
+    """Per call of the turn (in order) the list of its violations as dicts; one list for a turn with no call."""
+    per_call = turn_violations(parsed, toolset.functions, argument_schemas(toolset.functions))
+    return [[v.as_dict() for v in violations] for violations in per_call]
+
+
+def flat(per_call: list[list[dict]]) -> list[dict]:
+    return [v for violations in per_call for v in violations]
+
+
+def as_violations(records: list[dict]) -> list[Violation]:
+    return [Violation(r["kind"], r.get("function"), r["message"]) for r in records]

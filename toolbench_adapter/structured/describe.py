@@ -1,0 +1,50 @@
+"""How a run's structured-output settings and figures are named in tables, the report and the comparison."""
+
+from __future__ import annotations
+
+UPSTREAM = {"constrain": "off", "on_invalid": "observe"}
+
+
+def policy_of(config: dict | None) -> dict:
+    """The run's --constrain and --on-invalid (a run written before they existed ran as upstream does)."""
+    config = config or {}
+    return {key: config.get(key) or default for key, default in UPSTREAM.items()}
+
+
+def policy_text(config: dict | None) -> str:
+    """``constrain off, on-invalid observe`` (upstream) or e.g. ``constrain schema, on-invalid reask:2``."""
+    policy = policy_of(config)
+    return f"constrain {policy['constrain']}, on-invalid {policy['on_invalid']}"
+
+
+def is_upstream(config: dict | None) -> bool:
+    return policy_of(config) == UPSTREAM
+
+
+def turns_text(totals: dict | None) -> str | None:
+    """``valid calls on 180 of 190 model turns (94.7%), 12 re-asks``; None for runs that did not check calls."""
+    totals = totals or {}
+    turns = totals.get("model_turns")
+    if not turns:
+        return None
+    valid = totals.get("valid_turns", 0)
+    text = f"valid calls on {valid} of {turns} model turns ({valid / turns:.1%})"
+    if totals.get("reasks"):
+        text += f", {totals['reasks']} re-asks"
+    return text
+
+
+def structured_fact(manifest: dict | None) -> str:
+    """The report's first-screen line: the policy, then what the turns were."""
+    manifest = manifest or {}
+    turns = turns_text(manifest.get("totals"))
+    return policy_text(manifest.get("config")) + (f"; {turns}" if turns else "")
+
+
+def row_suffix(config: dict | None) -> str:
+    """What a leaderboard row's name gets for a run that is not upstream's: ``@constrain-schema@reask-2``."""
+    policy = policy_of(config)
+    suffix = "" if policy["constrain"] == "off" else f"@constrain-{policy['constrain']}"
+    if policy["on_invalid"] != "observe":
+        suffix += "@" + policy["on_invalid"].replace(":", "-")
+    return suffix
