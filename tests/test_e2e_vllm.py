@@ -51,7 +51,7 @@ def test_make_e2e_on_vllm(tmp_path):
         for group in ("G1_instruction", "G2_instruction", "G3_instruction"):
             assert any((run_dir / group).glob(f"*_{run['method']}.json"))
         meta = json.loads(next(judged.eval_dir.glob("G1_instruction_*.meta.json")).read_text())
-        assert meta["evaluator"] == "e2e-short" and meta["judge"].endswith("[json]")
+        assert meta["evaluator"] == "e2e-short" and "[json]" in meta["judge"] and "self-judged" in meta["judge"]
     # the judge round trip through the engine happens every time: the probe is one answered query
     probe = summary["judge_probe"]
     assert probe["exit"] == 0 and probe["judge_requests"] >= 1 and probe["label"]

@@ -61,3 +61,19 @@ def test_runs_that_share_a_parser_are_named_by_their_policy(tmp_path, capsys):
     assert [r["run"] for r in table] == ["on-invalid=reask:2", "on-invalid=observe"]
     assert table[0]["calls_per_query"] == "2.00" and table[1]["calls_per_query"] == "2.00"
     assert (out / "runs.md").read_text().startswith("# Runs compared")
+
+
+def test_a_run_whose_model_wrote_no_call_is_compared_not_folded(tmp_path, capsys):
+    judged_run(tmp_path, "observe", "observe")
+    cfg = RunConfig(name="silent", out_root=str(tmp_path), backend="scripted", dialect="json-object", max_step=2,
+                    tool_root="data/sample/toolenv/tools")
+    Runner(cfg, backend=ScriptedBackend(script=lambda request: "I cannot help."), progress=False).run()
+    evaluate_run(tmp_path / "silent", SolvedJudge(), evaluate_times=1, progress=False,
+                 cache_path=str(tmp_path / "judge.jsonl"))
+    judged_run(tmp_path, "reask", "reask:2")
+    assert main(["compare-parsers", "--runs", str(tmp_path / "observe"), str(tmp_path / "silent"),
+                 str(tmp_path / "reask"), "--out", str(tmp_path / "cmp")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    silent = next(line for line in lines if line.startswith("json-object"))
+    assert "0.0% (0/12)" in silent and "+0.0 [+0.0, +0.0]" in silent  # the model wrote no call: a result
+    assert not any(line.startswith("read no call in any step") for line in lines)

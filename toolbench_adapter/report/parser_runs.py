@@ -218,7 +218,9 @@ def first_divergence(a: list[dict], b: list[dict], name_a: str, name_b: str) -> 
 
 
 def compare_runs(variants: list[RunVariant], baseline: str | None = None, *, seed: int = 0,
-                 resamples: int = 10_000) -> RunComparison:
+                 resamples: int = 10_000, fold_no_call: bool = True) -> RunComparison:
+    """``fold_no_call``: a parser that read no call is folded (its format does not apply); runs that differ in
+    their settings (structured_runs.py) keep such a run: there the model wrote no call."""
     by_parser: dict[str, RunVariant] = {}
     for variant in variants:
         if variant.parser in by_parser:
@@ -247,7 +249,7 @@ def compare_runs(variants: list[RunVariant], baseline: str | None = None, *, see
     queries = sorted(common)
     passed = {p: sum(v.scores[q] > PASS_THRESHOLD for q in queries) for p, v in by_parser.items()}
     rates = {p: statistics.fmean(v.scores[q] for q in queries) * 100 for p, v in by_parser.items()}
-    not_applicable = [p for p, v in by_parser.items() if p != baseline and not v.read_a_call]
+    not_applicable = [p for p, v in by_parser.items() if p != baseline and not v.read_a_call and fold_no_call]
     base = by_parser[baseline]
     paired = {}
     for parser, variant in by_parser.items():
@@ -338,12 +340,13 @@ def text_lines(result: RunComparison, max_flips: int = 10) -> list[str]:
                                     "picks another)"] if judged else []), ""]
     models = {parser: short_model(variant.model) for parser, variant in result.variants.items()}
     width = max(len("model"), *map(len, models.values()))
-    lines.append(f"{'model':<{width}}  {'parser':<14} {'pass rate':>9}  passed  (on {len(result.queries)} queries)")
+    names = max(14, *(len(parser) for parser in result.variants))  # runs named by their settings are longer
+    lines.append(f"{'model':<{width}}  {'parser':<{names}} {'pass rate':>9}  passed  (on {len(result.queries)} queries)")
     for parser in result.variants:
         if parser in result.not_applicable:
             continue
         mark = "  (baseline)" if parser == result.baseline else ""
-        lines.append(f"{models[parser]:<{width}}  {parser:<14} {result.pass_rates[parser]:>8.1f}%  "
+        lines.append(f"{models[parser]:<{width}}  {parser:<{names}} {result.pass_rates[parser]:>8.1f}%  "
                      f"{result.passed[parser]:>6}{mark}")
     if result.not_applicable:
         lines.append(f"read no call in any step (format does not apply): {', '.join(result.not_applicable)}")

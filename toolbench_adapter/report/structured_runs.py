@@ -100,7 +100,7 @@ def compare(variants: list[RunVariant], baseline: str | None = None, *, seed: in
     if baseline is not None and baseline not in {v.parser for v in named}:
         raise InputError(f"baseline {baseline!r} is not one of the runs ({', '.join(v.parser for v in named)})",
                          field="--baseline", fix="pass one of the names above, quoted")
-    result = compare_runs(named, baseline or baseline_of(named), seed=seed)
+    result = compare_runs(named, baseline or baseline_of(named), seed=seed, fold_no_call=False)
     return result, {v.parser: figures_of(v) for v in named}
 
 
