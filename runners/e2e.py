@@ -41,6 +41,7 @@ CONFIG_DIR = PROJECT_ROOT / "runners" / "configs"
 BACKENDS = ("openai-completions", "openai-chat")
 BACKEND_CONFIG_SUFFIX = {"openai-completions": "completions", "openai-chat": "chat"}
 DEFAULT_METHODS = ("CoT@1", "DFS_woFilter_w2")
+DEFAULT_CONSTRAINED_METHOD = "CoT@1"
 DEFAULT_GROUPS = ("G1_instruction", "G2_instruction", "G3_instruction")
 # the judge's evaluator folder per profile (a short answer budget for a small served judge)
 PROFILE_EVALUATOR = {"smollm2": CONFIG_DIR / "e2e-judge"}
@@ -114,31 +115,38 @@ def run_and_evaluate(args, outcome: Outcome, base_url: str, model: str) -> None:
     budget = [*(["--max-step", str(args.max_step)] if args.max_step else []),
               *(["--max-tokens", str(args.max_tokens)] if args.max_tokens else []),
               *(["--max-query-count", str(args.max_query_count)] if args.max_query_count else [])]
-    for backend in args.backends:
+    # the unconstrained runs, then (--constrained-method) one run per backend with --constrain schema and its
+    # judge with --judge-constrain: the engine's structured outputs end to end
+    plan = [(backend, method, False) for backend in args.backends for method in args.methods]
+    plan += [(backend, args.constrained_method, True) for backend in args.backends if args.constrained_method]
+    for backend, method, constrained in plan:
         config = config_path(args.profile, backend)
-        for method in args.methods:
-            name = f"{backend}-{method.replace('@', '')}"
-            run = run_step(outcome, f"run {name}", tba(
-                "run", "--config", str(config), "--name", name, "--out-root", str(out_root),
-                "--backend", backend, "--base-url", base_url, "--model", model, "--method", method,
-                "--groups", *args.groups, "--limit", str(args.limit), "--concurrency", str(args.concurrency),
-                "--quiet", *data_flags, *budget))
-            run_dir = out_root / name
-            record = {"name": name, "backend": backend, "method": method, "config": str(config.relative_to(
-                PROJECT_ROOT)), "run_exit": run.returncode, "run_seconds": run.seconds}
-            if (run_dir / "manifest.json").exists():
-                record["totals"] = json.loads((run_dir / "manifest.json").read_text())["totals"]
-            # 3: infrastructure failures (tba evaluate would refuse the run); the step already fails the e2e
-            if run.returncode == 0 and record.get("totals", {}).get("queries"):
-                evaluation = run_step(outcome, f"evaluate {name}", tba(
-                    "evaluate", str(run_dir), "--judge-backend", "openai", "--judge-url", base_url,
-                    "--judge-model", model, "--judge-self", "--judge-mode", "json", "--judge-prefill",
-                    "--evaluate-times", str(args.evaluate_times),
-                    "--concurrency", str(args.concurrency), "--cache", str(out_root / "judge-cache.jsonl"),
-                    "--model-label", f"{model} via {backend}", "--quiet", *evaluator_flags(args)))
-                record.update(evaluate_exit=evaluation.returncode, evaluate_seconds=evaluation.seconds,
-                              **judge_counts(run_dir))
-            outcome.runs.append(record)
+        name = f"{backend}-{method.replace('@', '')}" + ("-constrained" if constrained else "")
+        constrain = ["--constrain", "schema"] if constrained else []
+        run = run_step(outcome, f"run {name}", tba(
+            "run", "--config", str(config), "--name", name, "--out-root", str(out_root),
+            "--backend", backend, "--base-url", base_url, "--model", model, "--method", method,
+            "--groups", *args.groups, "--limit", str(args.limit), "--concurrency", str(args.concurrency),
+            "--quiet", *constrain, *data_flags, *budget))
+        run_dir = out_root / name
+        record = {"name": name, "backend": backend, "method": method, "constrain": bool(constrained),
+                  "config": str(config.relative_to(PROJECT_ROOT)), "run_exit": run.returncode,
+                  "run_seconds": run.seconds}
+        if (run_dir / "manifest.json").exists():
+            record["totals"] = json.loads((run_dir / "manifest.json").read_text())["totals"]
+        # 3: infrastructure failures (tba evaluate would refuse the run); the step already fails the e2e
+        if run.returncode == 0 and record.get("totals", {}).get("queries"):
+            evaluation = run_step(outcome, f"evaluate {name}", tba(
+                "evaluate", str(run_dir), "--judge-backend", "openai", "--judge-url", base_url,
+                "--judge-model", model, "--judge-self", "--judge-mode", "json",
+                # a constrained verdict is the whole JSON reply: no prefill to continue
+                *(["--judge-constrain"] if constrained else ["--judge-prefill"]),
+                "--evaluate-times", str(args.evaluate_times),
+                "--concurrency", str(args.concurrency), "--cache", str(out_root / "judge-cache.jsonl"),
+                "--model-label", f"{model} via {backend}", "--quiet", *evaluator_flags(args)))
+            record.update(evaluate_exit=evaluation.returncode, evaluate_seconds=evaluation.seconds,
+                          **judge_counts(run_dir))
+        outcome.runs.append(record)
 
 
 def judge_probe(args, outcome: Outcome, base_url: str, model: str) -> None:
@@ -175,13 +183,13 @@ def evaluator_flags(args) -> list[str]:
 
 
 def summary_table(outcome: Outcome) -> str:
-    header = ["run", "queries", "valid", "win", "model calls", "tokens", "judge requests/errors", "run s", "eval s",
-              "exit run/eval"]
+    header = ["run", "queries", "valid", "win", "valid turns", "model calls", "tokens", "judge requests/errors",
+              "run s", "eval s", "exit run/eval"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for run in outcome.runs:
         totals = run.get("totals", {})
         cells = [run["name"], totals.get("queries", 0), totals.get("valid", 0), totals.get("win", 0),
-                 totals.get("model_calls", 0), totals.get("total_tokens", 0),
+                 f"{totals.get('valid_turns', 0)}/{totals.get('model_turns', 0)}", totals.get("model_calls", 0), totals.get("total_tokens", 0),
                  f"{run.get('judge_requests', '-')}/{run.get('judge_errors', '-')}", run["run_seconds"],
                  run.get("evaluate_seconds", "-"), f"{run['run_exit']}/{run.get('evaluate_exit', '-')}"]
         lines.append("| " + " | ".join(str(c) for c in cells) + " |")
@@ -210,6 +218,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "a small model) or toolllama (the upstream prompt, for ToolLLaMA-2-7b-v2)")
     p.add_argument("--backends", nargs="+", choices=BACKENDS, default=list(BACKENDS))
     p.add_argument("--methods", nargs="+", default=list(DEFAULT_METHODS))
+    p.add_argument("--constrained-method", default=DEFAULT_CONSTRAINED_METHOD,
+                   help="one more run per backend with this method, --constrain schema (the engine's structured "
+                   "outputs: vLLM's grammar) and its judge with --judge-constrain (default %(default)s; '' for none)")
     p.add_argument("--groups", nargs="+", default=list(DEFAULT_GROUPS))
     p.add_argument("--limit", type=int, default=1, help="queries per group (default 1: 3 groups -> 3 per method)")
     p.add_argument("--stb-root", help="StableToolBench checkout (default: the sample set in data/sample)")

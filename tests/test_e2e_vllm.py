@@ -39,8 +39,16 @@ def test_make_e2e_on_vllm(tmp_path):
     assert summary["ok"] and summary["port_freed"] and summary["engine"].startswith("vLLM (CPU)")
     port = int(summary["base_url"].rsplit(":", 1)[1].split("/")[0])
     assert port_is_free(port)
-    assert {(r["backend"], r["method"]) for r in summary["runs"]} == {
-        (b, m) for b in ("openai-completions", "openai-chat") for m in ("CoT@1", "DFS_woFilter_w2")}
+    backends = ("openai-completions", "openai-chat")
+    assert {(r["backend"], r["method"], r["constrain"]) for r in summary["runs"]} == {
+        *((b, m, False) for b in backends for m in ("CoT@1", "DFS_woFilter_w2")), *((b, "CoT@1", True) for b in backends)}
+    # --constrain schema through vLLM's structured outputs: every model turn a listed call with valid arguments
+    # (unconstrained, the 135M model writes almost none); the judge constrained to the verdict's JSON
+    for run in (r for r in summary["runs"] if r["constrain"]):
+        totals = run["totals"]
+        assert totals["model_turns"] >= 3 and totals["valid_turns"] >= 0.95 * totals["model_turns"], totals
+        meta = json.loads(next(choose_evaluation(out_dir / run["name"])[0].eval_dir.glob("*.meta.json")).read_text())
+        assert "constrained" in meta["judge"]
     for run in summary["runs"]:
         run_dir = out_dir / run["name"]
         assert (run["run_exit"], run["evaluate_exit"]) == (0, 0)
@@ -51,7 +59,8 @@ def test_make_e2e_on_vllm(tmp_path):
         for group in ("G1_instruction", "G2_instruction", "G3_instruction"):
             assert any((run_dir / group).glob(f"*_{run['method']}.json"))
         meta = json.loads(next(judged.eval_dir.glob("G1_instruction_*.meta.json")).read_text())
-        assert meta["evaluator"] == "e2e-short" and "[json]" in meta["judge"] and "self-judged" in meta["judge"]
+        assert meta["evaluator"] == "e2e-short" and "self-judged" in meta["judge"]
+        assert meta["judge"].split(";")[0].endswith("[json, constrained]" if run["constrain"] else "[json]")
     # the judge round trip through the engine happens every time: the probe is one answered query
     probe = summary["judge_probe"]
     assert probe["exit"] == 0 and probe["judge_requests"] >= 1 and probe["label"]

@@ -7,7 +7,7 @@ import pytest
 from runners.models.constrain import OPENAI, VLLM, body_fields, openai_reply_schema
 from toolbench_adapter.errors import InputError
 from toolbench_adapter.queries import QuerySet
-from toolbench_adapter.structured.grammar import THOUGHT_MAX_CHARS, reply_constraint
+from toolbench_adapter.structured.grammar import CALL_OVERHEAD_TOKENS, THOUGHT_MAX_CHARS, reply_constraint, text_budget
 from toolbench_adapter.toolset import build_toolset
 
 xgr = pytest.importorskip("xgrammar", reason="the structured extra (xgrammar) is not installed")
@@ -42,6 +42,23 @@ def test_toolllama_after_the_prefill(toolset):
     assert not accepts(c, 'Done.\nAction: Finish\nAction Input: {"return_type": "give_answer"}')
     too_long = {"return_type": "give_answer", "final_answer": "y" * 65}
     assert not accepts(c, f"Done.\nAction: Finish\nAction Input: {json.dumps(too_long)}")
+
+
+def test_free_text_fits_the_turns_token_budget(toolset):
+    """Thought and final answer together leave the call's own tokens room under max_tokens, so a model that
+    repeats itself at one character per token still closes the call (a cut reply is an invalid turn)."""
+    budget = text_budget(256)
+    assert budget.thought + budget.answer + CALL_OVERHEAD_TOKENS <= 256 and budget.answer >= 128
+    assert text_budget(None).answer is None and text_budget(None).thought == THOUGHT_MAX_CHARS
+    c = reply_constraint("toolllama", toolset, "Thought: ", max_tokens=256)
+    finish = 'Action: Finish\nAction Input: {"return_type": "give_answer", "final_answer": "%s"}'
+    assert accepts(c, "t" * budget.thought + "\n" + finish % ("y" * budget.answer))
+    assert not accepts(c, "t" * (budget.thought + 1) + "\n" + finish % "y")
+    assert not accepts(c, "t\n" + finish % ("y" * (budget.answer + 1)))
+    obj = reply_constraint("json-object", toolset, max_tokens=256)
+    assert accepts(obj, json.dumps({"think": "t" * budget.thought, "answer": "y" * budget.answer}))
+    assert not accepts(obj, json.dumps({"think": "t" * (budget.thought + 1), "answer": "y"}))
+    assert not accepts(obj, json.dumps({"think": "t", "answer": "y" * (budget.answer + 1)}))
 
 
 def test_toolllama_without_a_prefill_writes_the_thought_marker(toolset):

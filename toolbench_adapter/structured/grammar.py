@@ -18,10 +18,11 @@ Choices of the grammar that the schemas alone do not make (none changes what the
 - JSON is written compactly (``{"a": 1, "b": 2}``): free whitespace lets small models loop on spaces;
 - a parameter the schema does not declare cannot be written (the validator allows it: upstream never closes
   its objects);
-- the thought is one line of at most THOUGHT_MAX_CHARS characters, so the turn's token budget reaches the call;
-- Finish with give_answer must carry a non-empty final_answer (upstream's environment answers a give_answer
-  without one with status 2, "must have final_answer"), of at most ANSWER_CHARS_PER_TOKEN x max_tokens
-  characters, so that a model repeating itself still closes the JSON within the turn's token budget.
+- the thought is one line; Finish with give_answer must carry a non-empty final_answer (upstream's environment
+  answers a give_answer without one with status 2, "must have final_answer");
+- the free text of a reply (thought, final answer) is bounded in characters so that the whole reply fits the
+  turn's token budget even at one character per token (text_budget): a small model repeating itself still
+  closes its JSON before max_tokens cuts it (a cut reply is a truncated, invalid turn).
 """
 
 from __future__ import annotations
@@ -40,10 +41,13 @@ from ..toolset import Toolset
 THOUGHT_MAX_CHARS = 300
 CALL_ID_MAX_CHARS = 16
 MAX_CALLS = 3  # jsonl lines / hermes blocks per reply
-# final answer bound in characters per token of the turn's budget: a token holds at least one character, and
-# a small model's repetitive answers (digits, symbols) run at 1-2 characters per token: at 2 the JSON was still
-# cut on 2 of 6 sample queries (SmolLM2-135M, json-object, 256 tokens)
-ANSWER_CHARS_PER_TOKEN = 1
+# Free text is bounded so that the reply fits the turn's token budget: a token holds at least one character
+# (a small model's repetitive answers, digits and symbols, run near one), so thought + answer + the call's own
+# tokens (markers, keys, the function name: CALL_OVERHEAD_TOKENS) stay under max_tokens. Measured: with the
+# answer alone at 2 characters per token the JSON was still cut on 2 of 6 sample queries (SmolLM2-135M,
+# json-object, 256 tokens), at 1 (thought unbounded by the budget) on 1 of 6.
+CALL_OVERHEAD_TOKENS = 48
+MIN_TEXT_CHARS = 16
 DIALECTS = ("toolllama", "json-object", "jsonl", "hermes")
 INSTALL_FIX = "pip install -e '.[structured]' (xgrammar), or run with --constrain off"
 
@@ -67,10 +71,28 @@ def xgrammar():
     return xgr
 
 
+@dataclass(frozen=True)
+class TextBudget:
+    """Characters the free text of one reply may take: ``answer`` None means unbounded (no max_tokens)."""
+
+    thought: int
+    answer: int | None
+
+
+def text_budget(max_tokens: int | None) -> TextBudget:
+    """A quarter of the turn for the thought (at most THOUGHT_MAX_CHARS), the rest less the call's overhead for
+    the final answer; with no token budget the thought keeps its cap and the answer has none."""
+    if not max_tokens:
+        return TextBudget(THOUGHT_MAX_CHARS, None)
+    thought = max(MIN_TEXT_CHARS, min(THOUGHT_MAX_CHARS, max_tokens // 4))
+    return TextBudget(thought, max(MIN_TEXT_CHARS, max_tokens - thought - CALL_OVERHEAD_TOKENS))
+
+
 def answer_schema(max_tokens: int | None) -> dict:
     schema: dict = {"type": "string", "minLength": 1}
-    if max_tokens:
-        schema["maxLength"] = ANSWER_CHARS_PER_TOKEN * max_tokens
+    limit = text_budget(max_tokens).answer
+    if limit is not None:
+        schema["maxLength"] = limit
     return schema
 
 
@@ -125,7 +147,7 @@ def _object_schema(properties: dict, required: list[str]) -> dict:
 
 def json_object_schema(toolset: Toolset, max_tokens: int | None = None) -> dict:
     """The json-object dialect's reply: one call of a listed function, or the final answer."""
-    think = {"type": "string", "maxLength": THOUGHT_MAX_CHARS}
+    think = {"type": "string", "maxLength": text_budget(max_tokens).thought}
     branches = [_object_schema({"think": think, "action": {"const": name}, "arguments": schema},
                                ["think", "action", "arguments"])
                 for name, schema in grammar_schemas(toolset, max_tokens).items()]
@@ -149,7 +171,7 @@ def reply_constraint(dialect: str, toolset: Toolset, prefill: str = "", max_toke
         raise InputError(f"--constrain schema has no grammar for the {dialect} dialect", field="dialect",
                          fix=f"use one of {', '.join(DIALECTS)}, or --constrain off")
     xgr = xgrammar()
-    thought = f"[^\\n]{{1,{THOUGHT_MAX_CHARS}}}"
+    thought = f"[^\\n]{{1,{text_budget(max_tokens).thought}}}"
     if dialect == "toolllama":
         calls = [xgr.Grammar.concat(_literal(xgr, ACTION_END + name + ACTION_INPUT_END), _json(xgr, schema))
                  for name, schema in grammar_schemas(toolset, max_tokens).items()]
@@ -169,7 +191,7 @@ def reply_constraint(dialect: str, toolset: Toolset, prefill: str = "", max_toke
                                _json(xgr, _call_object_schema(toolset, "arguments", with_id=False,
                                                               max_tokens=max_tokens)),
                                _literal(xgr, "\n" + HERMES_CLOSE))
-    head = xgr.Grammar.from_regex(f"[^<]{{0,{THOUGHT_MAX_CHARS}}}")
+    head = xgr.Grammar.from_regex(f"[^<]{{0,{text_budget(max_tokens).thought}}}")
     return Constraint(dialect, ebnf=str(xgr.Grammar.concat(head, _repeat(xgr, block, "\n", MAX_CALLS))))
 
 
