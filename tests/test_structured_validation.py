@@ -3,7 +3,7 @@
 import json
 
 import pytest
-from jsonschema import Draft202012Validator
+from jsonschema import Draft7Validator
 
 from runners.config import RunConfig
 from runners.models.base import Completion
@@ -50,11 +50,11 @@ def kinds(violations):
 def test_empty_name_in_required_is_dropped_where_plain_jsonschema_would_demand_it():
     raw = CURRENT["function"]["parameters"]
     # without the adapter, jsonschema reads "" as a parameter every call must carry
-    assert list(Draft202012Validator(raw).iter_errors({"city": "Lisbon"}))
+    assert list(Draft7Validator(raw).iter_errors({"city": "Lisbon"}))
     schema = to_json_schema(raw)
     assert schema["required"] == ["city"] and "optional" not in schema
     assert "example_value" not in schema["properties"]["city"]
-    assert not list(Draft202012Validator(schema).iter_errors({"city": "Lisbon"}))
+    assert not list(Draft7Validator(schema).iter_errors({"city": "Lisbon"}))
 
 
 @pytest.mark.parametrize(("spelled", "json_type"), [
@@ -64,7 +64,7 @@ def test_empty_name_in_required_is_dropped_where_plain_jsonschema_would_demand_i
 def test_upstream_type_spellings_become_json_schema_types(spelled, json_type):
     schema = to_json_schema({"type": "object", "properties": {"p": {"type": spelled}}, "required": [""]})
     assert schema["properties"]["p"]["type"] == json_type
-    Draft202012Validator.check_schema(schema)
+    Draft7Validator.check_schema(schema)
 
 
 def test_enum_that_contradicts_its_type_keeps_the_enum():
@@ -83,7 +83,7 @@ def test_every_function_of_the_upstream_test_set_adapts_to_a_valid_schema(stb_ro
         for query in queries.load(group):
             for flavour in ("legacy", "current"):
                 for name, schema in argument_schemas(build_toolset(query, flavour).functions).items():
-                    Draft202012Validator.check_schema(schema)
+                    Draft7Validator.check_schema(schema)
                     assert "" not in schema.get("required", []), name
                     checked += 1
     assert checked > 2 * 4000  # 4070 APIs plus one Finish per query, in both flavours
@@ -169,3 +169,12 @@ def test_the_report_names_the_policy_and_the_valid_turns(tmp_path):
     Runner(cfg, backend=ScriptedBackend(script=bad_then_finish), progress=False).run()
     assert facts(load_run(tmp_path / "f"))["structured"] == (
         "constrain off, on-invalid observe; valid calls on 1 of 3 model turns (33.3%)")
+
+
+def test_a_schema_no_validator_can_read_accepts_any_object_instead_of_misreporting():
+    """A keyword with a value of the wrong kind ("required" as a string, a string minimum) makes the schema
+    unreadable: the call is checked as an object only, never reported missing "c", "i", "t", "y"."""
+    broken = {"type": "function", "function": {"name": "f", "parameters": {
+        "type": "object", "properties": {"n": {"type": "integer", "minimum": "5"}}, "required": "city"}}}
+    assert call_violations(Call("f", '{"n": 1}', {"n": 1}), [broken]) == []
+    assert [v.kind for v in call_violations(Call("f", "[1]", [1]), [broken])] == [ARGUMENTS_NOT_OBJECT]

