@@ -1,4 +1,4 @@
-"""``tba``: one entry point for every job. Sub-commands live in runners/commands/, one module each."""
+"""``tba``: one entry point for every job. Sub-commands live in runners/cli/commands/, one module each."""
 
 from __future__ import annotations
 
@@ -124,6 +124,3 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     return int(result or 0)
 
-
-if __name__ == "__main__":
-    sys.exit(main())

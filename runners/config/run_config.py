@@ -14,6 +14,7 @@ from toolbench_adapter.compat import Compat
 from toolbench_adapter.errors import InputError
 from toolbench_adapter.structured.policy import reask_limit
 
+from ..search.methods import SearchMethod, parse_method
 from .settings_check import (
     NO_FLAG,
     Problem,
@@ -24,10 +25,7 @@ from .settings_check import (
     unknown_key_problem,
 )
 
-METHOD_PATTERN = re.compile(r"^(CoT@(?P<pass_at>\d+)|DFS_woFilter_w(?P<width>\d+))$")
-
-
-# types and ranges, checked by runners/settings_check.py for config files and flags alike
+# types and ranges, checked by runners/config/settings_check.py for config files and flags alike
 Count = Annotated[int, Field(ge=1)]  # a whole number of at least 1
 Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 
@@ -70,9 +68,9 @@ class RunConfig:
     concurrency: Count = 1
     seed: int = 42
     shard: str | None = None  # "i/n": this machine runs every n-th query starting at i (1-based)
-    executor: Literal["threads", "ray"] = "threads"  # threads of this process, or ray (runners/executors.py)
+    executor: Literal["threads", "ray"] = "threads"  # threads of this process, or ray (runners/execution/executors.py)
     ray_address: str | None = None  # executor ray: the cluster to join (None: start a local one)
-    # structured output (runners/structured.py; neither is upstream): constrained decoding, and what an invalid
+    # structured output (runners/search/structured.py; neither is upstream): constrained decoding, and what an invalid
     # reply gets: observe (upstream: the environment answers it) or reask:N (asked again, at most N times)
     constrain: Literal["off", "schema"] = "off"
     on_invalid: Annotated[str, Field(min_length=1)] = "observe"
@@ -84,17 +82,10 @@ class RunConfig:
             if isinstance(value, (list, tuple)):
                 setattr(self, name, value[0] if len(value) == 1 else list(value))
 
-    def method_parts(self) -> tuple[str, int]:
-        match = METHOD_PATTERN.match(self.method)
-        if not match:
-            raise InputError(f"unknown method {self.method!r}", field="method",
-                             fix="use CoT@N (e.g. CoT@1) or DFS_woFilter_wN (e.g. DFS_woFilter_w2)")
-        kind, value = ("cot", match.group("pass_at")) if match.group("pass_at") else ("dfs", match.group("width"))
-        if int(value) < 1:  # CoT@0 would run no chain and DFS width 0 no expansion: empty answers
-            what = "CoT@N needs N" if kind == "cot" else "DFS_woFilter_wN needs N"
-            raise InputError(f"method {self.method!r}: {what} >= 1", field="method",
-                             fix="use e.g. CoT@1 or DFS_woFilter_w2")
-        return kind, int(value)
+    def search_method(self) -> SearchMethod:
+        """The registered search method this run's method string names (runners/search/methods.py); InputError
+        for one no method reads."""
+        return parse_method(self.method)
 
     def shard_parts(self) -> tuple[int, int] | None:
         if not self.shard:
@@ -118,7 +109,7 @@ class RunConfig:
 
     def check_semantics(self) -> None:
         """What the types cannot say; raises InputError."""
-        self.method_parts()
+        self.search_method()
         self.shard_parts()
         reask_limit(self.on_invalid)
         if isinstance(self.server, list) and "embedded" in self.server:

@@ -1,8 +1,8 @@
 """How a run spreads its queries: ``threads`` of this process (the default) or ``ray`` (a Ray cluster).
 
 An executor maps ``Runner.run_query`` over the pending queries and yields ``(query, result)`` as each one
-ends: its QueryOutcome, or the exception that kept run_query from recording one. run_query itself writes
-the query's files (step records, then the answer file or failed/ tree, each atomically) into the run
+ends: its QueryOutcome, or the exception that kept run_query from recording one. run_query itself
+(execution/query.py) writes the query's files (step records, then the answer file or failed/ tree, each atomically) into the run
 folder, wherever it runs; the runner in the driver keeps the progress bar, the manifest and resume (and
 under ray writes queries.jsonl and errors.jsonl itself). So a run is the same files whichever executor ran it.
 
@@ -13,7 +13,7 @@ that dies is restarted and its queries in flight are retried (``max_retries`` ti
 comes back as the exception (an infrastructure failure, redone by a rerun). Rate limits are per process,
 so each worker gets its share of --server-rate and of the backend's rate_per_s.
 
-Ctrl-C (runners/interrupt.py) sets ``runner.stopping``: threads return None for a query not started yet
+Ctrl-C (execution/interrupt.py) sets ``runner.stopping``: threads return None for a query not started yet
 (the runner skips it), ray dispatches no more; the queries in flight finish. ``in_flight()`` names the queries
 running now (the ones a second Ctrl-C leaves unfinished). An exception out of ``map`` (a second Ctrl-C) never
 waits for them.
@@ -36,7 +36,9 @@ from toolbench_adapter.queries import Query
 from toolbench_adapter.registry import Registry
 from toolbench_adapter.transport import merge_stats
 
-from .config import RunConfig
+from ..config import RunConfig
+from .preflight import make_backend, prepare
+from .query import QueryRunner
 
 
 class Executor(Protocol):
@@ -158,8 +160,9 @@ class WorkerJob:
 
 
 class QueryWorker:
-    """One worker process (a Ray actor): for the current job, a runner and a tool-server client of its own,
-    queries in threads."""
+    """One worker process (a Ray actor): for the current job, a QueryRunner (execution/query.py: one query,
+    run and written) and a tool-server client of its own, queries in threads. It never sees the driver's
+    Runner: what it needs travels as plain data in the WorkerJob."""
 
     def __init__(self):
         self._jobs: dict[str, tuple[Any, Any]] = {}
@@ -170,33 +173,24 @@ class QueryWorker:
             if job.job_id not in self._jobs:
                 from toolbench_adapter.server.client import ServerClient
 
-                from .run import Runner
-
-                backend = job.backend_factory() if job.backend_factory is not None else None
-                runner = Runner(job.cfg, backend=backend, server_url=job.server_urls, progress=False,
-                                client_options=job.client_options)
+                backend = job.backend_factory() if job.backend_factory is not None else make_backend(job.cfg)
                 # the driver writes queries.jsonl, errors.jsonl and steps.jsonl (one writer; a worker that outlives a
                 # killed driver for a moment adds no stale line): the worker only writes the query's files
-                runner._record_outcome = _recorded_by_the_driver
-                runner._publish_steps = _recorded_by_the_driver
-                client = ServerClient(job.server_urls, rate_per_s=job.cfg.server_rate, **runner.client_options)
-                self._jobs = {job.job_id: (runner, client)}  # an earlier run's state goes
+                queries = QueryRunner(prepare(job.cfg, backend), job.cfg.run_dir)
+                client = ServerClient(job.server_urls, rate_per_s=job.cfg.server_rate, **job.client_options)
+                self._jobs = {job.job_id: (queries, client)}  # an earlier run's state goes
             return self._jobs[job.job_id]
 
     def run(self, job: WorkerJob, query: Query) -> Any:
-        runner, client = self._state(job)
-        return runner.run_query(query, client)
+        queries, client = self._state(job)
+        return queries.run_query(query, client)
 
     def stats(self, job_id: str) -> dict[str, list[dict]]:
         state = self._jobs.get(job_id)
         if state is None:  # restarted since: its counts went with the old process
             return {"model": [], "tool_server": []}
-        runner, client = state
-        return {"model": pool_stats(runner.backend), "tool_server": client.pool_stats()}
-
-
-def _recorded_by_the_driver(*_: Any) -> None:
-    return None
+        queries, client = state
+        return {"model": pool_stats(queries.setup.backend), "tool_server": client.pool_stats()}
 
 
 def worker_config(cfg: RunConfig, backend: Any, workers: int) -> RunConfig:
@@ -309,8 +303,8 @@ class RayExecutor:
                 yield query, exc  # the runner records it as an infrastructure failure
                 continue
             # the worker left these to the driver (one writer of the run's shared files)
-            runner._publish_steps_of(outcome.group, outcome.query_id)
-            runner._record_outcome(outcome.stats, outcome.failure)
+            runner.publish_steps_of(outcome.group, outcome.query_id)
+            runner.record_outcome(outcome.stats, outcome.failure)
             yield query, outcome
 
     def in_flight(self) -> list[Query]:

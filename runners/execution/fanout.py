@@ -18,15 +18,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from toolbench_adapter.answers.write import write_json_atomic
 from toolbench_adapter.errors import InputError
-from toolbench_adapter.fileio import write_text_atomic
+from toolbench_adapter.fileio import write_json_atomic, write_text_atomic
 from toolbench_adapter.parsers import PARSERS
+from toolbench_adapter.runfolder import MANIFEST
 
-from .config import RunConfig
-from .models.memo import MemoBackend
-from .run import MANIFEST, Runner, make_backend
+from ..config import RunConfig
+from ..models.memo import MemoBackend
+from .preflight import make_backend
 from .runlock import RunFolderLock
+from .runner import Runner
 
 FANOUT = "fanout.json"  # at the set's root: the variants and the call counts
 
@@ -166,7 +167,7 @@ def record_counts(cfg: RunConfig, parsers: list[str], memo: MemoBackend, counter
     record = result.record()
     for parser, manifest in list(manifests.items()):
         manifest = {**manifest, "fanout": {**record, "variant": parser}}
-        write_json_atomic(configs[parser].run_dir / MANIFEST, manifest)
+        write_json_atomic(configs[parser].run_dir / MANIFEST, manifest, fsync=True)
         manifests[parser] = manifest
     write_text_atomic(cfg.run_dir / FANOUT, json.dumps(record, indent=2) + "\n")
     return result

@@ -21,13 +21,19 @@ import tempfile
 from pathlib import Path
 
 from toolbench_adapter.answers.read import validate_answer
-from toolbench_adapter.answers.write import write_json_atomic
 from toolbench_adapter.errors import InputError
-from toolbench_adapter.fileio import OutputPathError, check_writable, current_umask, output_path_error, read_json
+from toolbench_adapter.fileio import (
+    OutputPathError,
+    check_writable,
+    current_umask,
+    output_path_error,
+    read_json,
+    write_json_atomic,
+)
 from toolbench_adapter.queries import is_group_name
+from toolbench_adapter.runfolder import ERRORS, FAILED_DIR, MANIFEST, QUERY_STATS, STEPS_DIR, collect_steps, summarize
 
-from .outcome import FAILED_DIR
-from .run import ERRORS, MANIFEST, QUERY_STATS, STEPS_DIR, collect_steps, summarize
+from ..config import RunConfig
 from .runlock import RunFolderLock, lock_path, pid_alive
 
 
@@ -74,7 +80,7 @@ def _merge_runs(sources: list[str | Path], out: str | Path) -> dict:
                     "sessions": [s for m in manifests for s in m.get("sessions", [])]}
         manifest["config"] = {**manifest["config"], "shard": None, "name": out.name}
         manifest["totals"] = summarize(staging, method)
-        write_json_atomic(staging / MANIFEST, manifest)
+        write_json_atomic(staging / MANIFEST, manifest, fsync=True)
         os.chmod(staging, 0o777 & ~current_umask())  # mkdtemp makes 0700; a run folder is as mkdir would make it
         if out.exists():
             out.rmdir()  # empty (checked above); rename() cannot replace a folder that exists
@@ -172,8 +178,6 @@ def _check_answer(path: Path) -> None:
 
 
 def _defining(manifest: dict) -> dict:
-    from .config import RunConfig
-
     defining = RunConfig.defining_of(manifest.get("config", {}))
     # the model that ran (adopted from the endpoint when --model was not given): shards of two models differ
     defining["model"] = manifest.get("model") or defining["model"]

@@ -17,12 +17,10 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from toolbench_adapter.answers.convert import convert_folder, write_json_atomic
-from toolbench_adapter.answers.write import answer_path
+from toolbench_adapter.answers.convert import convert_folder
 from toolbench_adapter.errors import InputError
-from toolbench_adapter.evaluation.counts import run_counts
+from toolbench_adapter.evaluation.counts import INFRA_FAILURE, run_counts
 from toolbench_adapter.evaluation.evaluations import (
-    PIPELINE_CHECK,
     TABLES_DIR,
     EvaluationWriter,
     JudgeIdentity,
@@ -36,15 +34,14 @@ from toolbench_adapter.evaluation.evaluator import load_evaluator
 from toolbench_adapter.evaluation.judge import make_judge
 from toolbench_adapter.evaluation.preflight import prepare_judge
 from toolbench_adapter.evaluation.run_judge import judge_file
-from toolbench_adapter.evaluation.storage import write_text_atomic
+from toolbench_adapter.fileio import write_json_atomic, write_text_atomic
 from toolbench_adapter.queries import GROUPS, QuerySet, is_group_name
 from toolbench_adapter.report import tables, taxonomy
+from toolbench_adapter.runfolder import ERRORS, MANIFEST, QUERY_STATS, STEPS, answer_path, is_finished, summarize
 from toolbench_adapter.structured.describe import row_suffix
 
-from .config import RunConfig
-from .outcome import INFRA_FAILURE
-from .run import ERRORS, MANIFEST, QUERY_STATS, STEPS, is_finished, select_queries, summarize
-from .runlock import RunFolderLock, describe, live_holder
+from ..config import RunConfig, select_queries
+from ..execution.runlock import RunFolderLock, describe, live_holder
 
 SELF_JUDGE_FIX = ("pass a judge of its own: --judge-url URL --judge-model NAME (its key: --judge-api-key or "
                   "OPENAI_API_KEY; with make: JUDGE_URL=... JUDGE_MODEL=...), or --judge-self (make: JUDGE=self) to "
@@ -163,7 +160,7 @@ def _judge_groups(result: Evaluation, run_dir: Path, groups: list[str], judge, w
     meta = {"evaluation": writer.id, "judge_mode_chosen_by": judge.mode_choice, "self_judged": identity.self_judged}
     for group in groups:
         converted = convert_folder(run_dir / group, method)
-        converted_path = write_json_atomic(converted, run_dir / "converted" / model / f"{group}.json")
+        converted_path = write_json_atomic(run_dir / "converted" / model / f"{group}.json", converted, indent=None)
         has_ids = ids_dir is not None and (ids_dir / f"{group}.json").exists()
         outcome = judge_file(converted_path, judge, writer.eval_dir, group=group, model=model,
                              evaluate_times=evaluate_times, test_ids_dir=ids_dir if has_ids else None,
@@ -333,29 +330,3 @@ def redo_command(manifest: dict) -> str:
     """The command that wrote the run's last session, as the manifest recorded it, else a description."""
     command = next((s.get("command") for s in reversed(manifest.get("sessions", [])) if s.get("command")), None)
     return f"`{command}`" if command else "the tba run command that wrote this folder"
-
-
-LOCAL_JUDGE_MAX_TOKENS = 96  # a verdict is a short JSON object; a small local model would ramble to 1000
-
-
-def hf_chat_client(model: str | None = None, base_url: str | None = None, api_key: str | None = None,
-                   max_tokens: int = LOCAL_JUDGE_MAX_TOKENS, **_):
-    """Judge with a local transformers model (default: SmolLM2-135M-Instruct); text only -> JSON mode."""
-    from .models.chat_adapter import BackendChatClient
-    from .models.hf import HFBackend
-
-    class CappedChatClient(BackendChatClient):
-        def chat(self, messages, *, tools=None, tool_choice=None, temperature=None, max_tokens=None, prefill=None,
-                 stop=None, constraint=None):
-            cap = min(max_tokens or self.cap, self.cap)
-            return super().chat(messages, tools=tools, tool_choice=tool_choice, temperature=temperature,
-                                max_tokens=cap, prefill=prefill, stop=stop, constraint=constraint)
-
-    backend = HFBackend(model=model)
-    backend.preflight()
-    client = CappedChatClient(backend)
-    client.cap = max_tokens
-    client.model = backend.model  # the judge's identity (evaluations.py): which model judged
-    if backend.source.converts_default:  # the offline default's judge: every table says what it is worth
-        client.judge_note = PIPELINE_CHECK
-    return client

@@ -27,7 +27,7 @@ from toolbench_adapter.evaluation.evaluator import EvaluatorSpec
 from toolbench_adapter.evaluation.judge import JUDGES, FunctionJudge, Judgement, judge_answer
 from toolbench_adapter.evaluation.labels import Label
 
-from .executors import connect_ray, require_ray
+from ..execution.executors import connect_ray, require_ray
 
 
 @dataclass

@@ -12,8 +12,9 @@ import time
 
 from toolbench_adapter.errors import InputError
 
+from ..failures import CONTEXT_LENGTH, MODEL_ENDPOINT
 from . import constrain
-from .base import CONTEXT_LENGTH, MODEL_ENDPOINT, Completion, ModelRequest, reject_unknown_options
+from .base import Completion, ModelRequest, reject_unknown_options
 from .openai_http import (
     DEFAULT_BASE_URL,
     ContextLengthExceeded,

@@ -7,7 +7,7 @@ Layout of ``{out_root}/{name}/``:
   recordings in the layout the replay backend reads;
 - ``cache/``: the response cache, each recording's calls under its own category (no two recordings fight);
 - ``{batch}/``: one run folder per method (and dialect, limits, and the compat flags an older ToolBench DFSDT
-  recording needs: replay_search_rule.py): manifest, answer files, steps, queries.jsonl;
+  recording needs: search_rule.py): manifest, answer files, steps, queries.jsonl;
 - ``replay.jsonl``: one line per input file (see README / ``tba replay --help``).
 
 Groups: the group named in the file's path, else "G0_ungrouped"; a second recording of the same query and
@@ -26,17 +26,17 @@ from pathlib import Path
 from toolbench_adapter.answers.read import RecordedAnswer, UnusableAnswer, expand_answer_inputs, read_recorded
 from toolbench_adapter.answers.recorded_query import QueryResolver, ResolvedQuery
 from toolbench_adapter.answers.replay_compare import actions_of, compare_answers
-from toolbench_adapter.answers.write import answer_path
 from toolbench_adapter.errors import InputError
 from toolbench_adapter.fileio import write_text_atomic
 from toolbench_adapter.queries import RECORDED_FUNCTIONS, is_group_name
+from toolbench_adapter.runfolder import ERRORS, answer_path, failed_path
 from toolbench_adapter.server.cache_build import CacheBuilder, RecordedCall, not_replayable, usable_calls
 from toolbench_adapter.toolset import Toolset, build_toolset
 
-from .config import RunConfig
-from .models.recorded_turns import index_turns, turn_trees
-from .models.replay import recording_dialect
-from .replay_search_rule import compat_flags_for
+from ..config import RunConfig
+from ..models.recorded_turns import index_turns, turn_trees
+from ..models.replay import recording_dialect
+from .search_rule import compat_flags_for
 
 REPLAY_LINES = "replay.jsonl"
 UNGROUPED = "G0_ungrouped"
@@ -181,7 +181,7 @@ def replay(inputs: list[str | Path], name: str, out_root: str | Path = "results/
     from toolbench_adapter.server.app import ServerConfig, build_virtual_server, create_app
     from toolbench_adapter.server.runner import EmbeddedServer
 
-    from .run import Runner
+    from ..execution.runner import Runner
 
     files = expand_answer_inputs(inputs)
     if not files:
@@ -225,7 +225,7 @@ def replay(inputs: list[str | Path], name: str, out_root: str | Path = "results/
 def _failure(run_dir: Path, item: Planned) -> tuple[str, str]:
     """(kind, detail) of an infrastructure-failed query, from the run's errors.jsonl."""
     kind, detail = "replay_failed", "the run wrote no answer file"
-    path = run_dir / "errors.jsonl"
+    path = run_dir / ERRORS
     if path.exists():
         for text in path.read_text(encoding="utf-8").splitlines():
             try:
@@ -246,7 +246,7 @@ def _line(item: Planned, run_dir: Path) -> dict:
     if not ours.exists():
         kind, detail = _failure(run_dir, item)
         line = _refused(item.answer.path, kind, detail)
-        partial = run_dir / "failed" / item.group / f"{item.query_id}_{item.method}.json"
+        partial = failed_path(run_dir, item.group, item.query_id, item.method)
         if partial.exists():  # what was replayed before the gap, compared all the same
             comparison = compare_answers(item.answer.data, json.loads(partial.read_text(encoding="utf-8")),
                                          not_replayable(item.answer.data))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from toolbench_adapter.protocol import env as E
 
-from .models.recorded_turns import Turn, turn_trees, walk
+from ..models.recorded_turns import Turn, turn_trees, walk
 
 STB_BACK_LENGTH = 1  # StableToolBench: a dead end backtracks one level
 TWO_LEVEL_BACK_LENGTH = 2  # the older ToolBench rule: two levels, like a give-up

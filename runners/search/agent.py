@@ -12,17 +12,29 @@ from typing import Any
 
 from toolbench_adapter.call_record import CallRecorder
 from toolbench_adapter.dialects.base import Dialect
+from toolbench_adapter.parsers import PARSERS
 from toolbench_adapter.parsers.base import ParsedTurn
 from toolbench_adapter.protocol import env as E
 from toolbench_adapter.protocol.react import TOOL_CALL_ID_LENGTH, TOOL_CALL_ID_PREFIX
 from toolbench_adapter.structured.checks import step_violations
 from toolbench_adapter.toolset import Toolset
 
-from .models.base import CONTEXT_LENGTH, Completion, ModelRequest
-from .outcome import InfraFailure, model_failure, tool_failure
+from ..failures import CONTEXT_LENGTH, InfraFailure, model_failure, tool_failure
+from ..models.base import Completion, ModelRequest
 from .tree import ACTION, ACTION_INPUT, THOUGHT, Node
 
 ID_ALPHABET = string.ascii_letters + string.digits
+
+
+def reads_native_calls(parser_name: str) -> bool:
+    return hasattr(PARSERS.get(parser_name)(), "parse_message")
+
+
+def make_parse(parser_name: str) -> Callable[[Completion], Any]:
+    parser = PARSERS.get(parser_name)()
+    if hasattr(parser, "parse_message"):  # native tool calls: parse the message, not its text
+        return lambda completion: parser.parse_message(completion.message())
+    return lambda completion: parser.parse(completion.text or "")
 
 
 @dataclass
@@ -66,7 +78,7 @@ class Agent:
     max_tokens: int = 1024
     temperature: float = 0.0
     on_call: Callable[[], None] | None = None  # progress hook, called once per model call
-    # --constrain / --on-invalid (runners/structured.py): constrained requests and re-asks; None: as upstream
+    # --constrain / --on-invalid (search/structured.py): constrained requests and re-asks; None: as upstream
     structured: Any = None
 
     def request_for(self, node: Node, ctx: QueryContext, messages: list[dict]) -> ModelRequest:

@@ -9,12 +9,18 @@ an infrastructure failure (ctx.infra_failure: the failed node is pruned, no furt
 
 from __future__ import annotations
 
+import random
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from toolbench_adapter.answers.write import dfs_answer
 from toolbench_adapter.messages import diversity_message
 from toolbench_adapter.protocol import env as E
 
 from .agent import Agent, QueryContext
+from .answer_file import chain, generation
+from .methods import SearchLimits, suffix_number
 from .tree import ACTION_INPUT, Node, mark_finished
 
 FOUND = 10000  # upstream's return value once a terminal node exists
@@ -80,3 +86,50 @@ def run_dfs(agent: Agent, ctx: QueryContext, root: Node, width: int = 2, max_ste
 
     dfs(root)
     return result
+
+
+def dfs_file(result: DFSResult, ctx: QueryContext, rng: random.Random, *, max_step: int, width: int,
+             max_query_count: int, no_give_up_answer: bool = False) -> dict:
+    """The DFSDT answer file (upstream DFS.py): the whole tree, the answering leaves as candidates; with no
+    answer, upstream falls back to a random give-up node (valid, finish_type give_up) unless
+    ``no_give_up_answer`` (compat flag dfs_no_give_up_answer, an older ToolBench)."""
+    root = result.root
+    terminals = [n for n in result.terminal_nodes if not n.pruned]
+    chosen, finish_type = None, "give_answer"
+    if terminals:
+        chosen = terminals[0]
+    elif result.give_up_nodes and not no_give_up_answer:
+        chosen = result.give_up_nodes[rng.randrange(len(result.give_up_nodes))]
+        finish_type = "give_up"
+    valid = chosen is not None
+    nodes = list(root.iter_tree())
+    answer = generation(ctx, chosen, valid, chosen.description if valid else "", None, finish_type)
+    return dfs_answer(
+        win=bool(terminals), tree=root.to_json(with_children=True), size=len(nodes),
+        max_length=max(n.depth for n in nodes) + 1, compare_candidates=[chain(n) for n in terminals],
+        max_step=max_step, width=width, max_query_count=max_query_count, generation=answer)
+
+
+class DFSWoFilter:
+    """DFS_woFilter_wN: DFSDT, each node expanded at most N times (registered as "DFS_woFilter": methods.py)."""
+
+    family, form, example = "DFS_woFilter", "DFS_woFilter_wN", "DFS_woFilter_w2"
+    PATTERN = re.compile(r"DFS_woFilter_w(\d+)")
+
+    def __init__(self, width: int = 2, name: str | None = None):
+        self.width = width
+        self.name = name or f"DFS_woFilter_w{width}"
+
+    @classmethod
+    def parse(cls, name: str) -> DFSWoFilter | None:
+        match = cls.PATTERN.fullmatch(name)
+        return cls(suffix_number(name, cls, match.group(1)), name) if match else None
+
+    def search(self, agent: Agent, ctx: QueryContext, new_root: Callable[[], Node], limits: SearchLimits) -> dict:
+        compat = limits.compat
+        result = run_dfs(agent, ctx, new_root(), width=self.width, max_step=limits.max_step,
+                         max_query_count=limits.max_query_count,
+                         dead_end_back_length=2 if compat is not None and compat.dfs_dead_end_backtracks_two else 1)
+        return dfs_file(result, ctx, random.Random(limits.seed), max_step=limits.max_step, width=self.width,
+                        max_query_count=limits.max_query_count,
+                        no_give_up_answer=bool(compat is not None and compat.dfs_no_give_up_answer))

@@ -106,12 +106,3 @@ def discarded_text(completion) -> str:
     if completion.text:
         return completion.text
     return json.dumps([c.get("function") for c in completion.tool_calls or []], ensure_ascii=False)
-
-
-def add_judge_constrain(parser) -> None:
-    """--judge-constrain for the commands that judge pass rates (evaluate, judge, judge-audit)."""
-    parser.add_argument("--judge-constrain", action="store_true",
-                        help="not upstream: constrained decoding of the judge's reply, so a local (hf) or vLLM judge "
-                        "can only answer the evaluator's JSON with a label of its enum (json mode; with "
-                        "--judge-mode tools it is exit 2); the judge is named '[json, constrained]' in tables and "
-                        "its cache entries are its own")

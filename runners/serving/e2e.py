@@ -22,8 +22,9 @@ from pathlib import Path
 
 import requests
 
-from toolbench_adapter.answers.write import write_json_atomic
+from toolbench_adapter.fileio import write_json_atomic
 
+from ..models.local_model import convert_default_model, default_cache_folder, is_converted
 from .engine import (
     DEFAULT_VLLM_PYTHON,
     EngineError,
@@ -34,7 +35,6 @@ from .engine import (
     signals_raise,
     vllm_spec,
 )
-from .models.local_model import convert_default_model, default_cache_folder, is_converted
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 CONFIG_DIR = PROJECT_ROOT / "runners" / "configs"
@@ -189,7 +189,7 @@ def summary_table(outcome: Outcome) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m runners.e2e", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m runners.serving.e2e", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--engine", choices=("vllm", "hf"), default="vllm",
                    help="engine to start: vllm (.venv-vllm, `make vllm`) or hf (tba serve-model, the light path)")
@@ -277,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
                     outcome.error = outcome.error or str(exc)
                 outcome.port_freed = port_is_free(port)
                 print(f"engine stopped; port {port} {'free' if outcome.port_freed else 'STILL IN USE'}", flush=True)
-            write_json_atomic(out_dir / "e2e-summary.json", {**asdict(outcome), "ok": outcome.ok})
+            write_json_atomic(out_dir / "e2e-summary.json", {**asdict(outcome), "ok": outcome.ok}, fsync=True)
     print(f"\n=== end to end: {outcome.engine}, model {outcome.model}")
     print(JUDGE_NOTE.format(model=outcome.model))
     if outcome.engine_start_seconds is not None:

@@ -22,8 +22,9 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 
-from runners.models.base import CONTEXT_LENGTH, Completion, ModelRequest
 from toolbench_adapter.server.limits import read_body_capped
+
+from ..models.base import CONTEXT_LENGTH, Completion, ModelRequest
 
 COMPLETIONS_DEFAULT_MAX_TOKENS = 16  # the OpenAI API's own default for /v1/completions
 CHAT_DEFAULT_MAX_TOKENS = 1024

@@ -178,3 +178,12 @@ def judge_client_from_args(args: argparse.Namespace):
         options.update(judge_client_options(args))
     return build_chat_client(args.judge_backend, model=judge_model_from_args(args), base_url=judge_urls(args),
                              api_key=args.judge_api_key, **options)
+
+
+def add_judge_constrain(parser) -> None:
+    """--judge-constrain for the commands that judge pass rates (evaluate, judge, judge-audit)."""
+    parser.add_argument("--judge-constrain", action="store_true",
+                        help="not upstream: constrained decoding of the judge's reply, so a local (hf) or vLLM judge "
+                        "can only answer the evaluator's JSON with a label of its enum (json mode; with "
+                        "--judge-mode tools it is exit 2); the judge is named '[json, constrained]' in tables and "
+                        "its cache entries are its own")

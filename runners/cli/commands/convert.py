@@ -6,9 +6,9 @@ import argparse
 import sys
 from collections import Counter
 
-from toolbench_adapter.answers.convert import ORDERS, Refused, convert_folder, methods_found, write_json_atomic
+from toolbench_adapter.answers.convert import ORDERS, Refused, convert_folder, methods_found
 from toolbench_adapter.errors import InputError
-from toolbench_adapter.fileio import check_output_file
+from toolbench_adapter.fileio import check_output_file, write_json_atomic
 
 HELP = """\
 Convert the raw answer files of one group folder ({qid}_{method}.json, both message styles) into the
@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
                          field="--method",
                          fix=f"methods found in the folder: {', '.join(found)}" if found
                          else "the folder holds no .json answer files: pass a group folder of a run")
-    write_json_atomic(converted, args.out, indent=args.indent)
+    write_json_atomic(args.out, converted, indent=args.indent)
     invalid = sum(1 for item in converted.values() if not item["answer"]["final_answer"])
     print(f"converted {len(converted)} answers ({invalid} with an empty final answer) -> {args.out}")
     if refused:

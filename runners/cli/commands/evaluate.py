@@ -41,8 +41,7 @@ this process keeps the progress bar, the cache and every file, so the files are 
 def register(subparsers) -> None:
     import argparse
 
-    from ..structured import add_judge_constrain
-    from ._common import add_judge_option, add_judge_url
+    from ._common import add_judge_constrain, add_judge_option, add_judge_url
 
     p = subparsers.add_parser("evaluate", help="convert, judge and tabulate a run folder", description=HELP,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -90,8 +89,8 @@ def register(subparsers) -> None:
 def run(args) -> int:
     from pathlib import Path
 
-    from ..evaluate import check_run, evaluate_run, read_manifest
-    from ..judge_ray import ChatRecipe, RayJudgeExecutor
+    from ...judging.evaluate import check_run, evaluate_run, read_manifest
+    from ...judging.judge_ray import ChatRecipe, RayJudgeExecutor
     from ._common import (
         JUDGE_FAILURES_EXIT,
         judge_client_options,
@@ -146,7 +145,7 @@ def judge_target(args, manifest: dict) -> tuple[str | None, list[str] | None]:
     from toolbench_adapter.errors import InputError
     from toolbench_adapter.evaluation.evaluations import run_endpoints_of, run_model_of
 
-    from ..evaluate import SELF_JUDGE_FIX
+    from ...judging.evaluate import SELF_JUDGE_FIX
     from ._common import judge_model_from_args, judge_urls
 
     urls = judge_urls(args)

@@ -7,9 +7,9 @@ import argparse
 from toolbench_adapter.evaluation.evaluator import load_evaluator
 from toolbench_adapter.evaluation.run_judge import fac_file, judge_file, names_from_path
 
-from ..structured import add_judge_constrain
 from ._common import (
     JUDGE_FAILURES_EXIT,
+    add_judge_constrain,
     add_judge_flags,
     judge_client_from_args,
     judge_failures_lines,

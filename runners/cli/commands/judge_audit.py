@@ -11,9 +11,9 @@ from toolbench_adapter.evaluation.evaluator import load_evaluator
 from toolbench_adapter.evaluation.labelsets import discover_all
 from toolbench_adapter.fileio import write_text_atomic
 
-from ..structured import add_judge_constrain
 from ._common import (
     JUDGE_FAILURES_EXIT,
+    add_judge_constrain,
     add_judge_flags,
     judge_client_from_args,
     judge_failures_lines,

@@ -18,7 +18,7 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from ..merge import merge_runs
+    from ...execution.merge import merge_runs
 
     print(json.dumps(merge_runs(args.shards, args.out), indent=2))
     return 0

@@ -14,7 +14,7 @@ from toolbench_adapter.evaluation.counts import glossary
 from toolbench_adapter.fileio import check_writable
 from toolbench_adapter.structured.describe import policy_text, turns_text
 
-from ..config import RunConfig, load_yaml
+from ...config import RunConfig, load_yaml
 from ._common import parse_options
 
 EPILOG = """\
@@ -155,7 +155,7 @@ def config_from_args(args) -> RunConfig:
 
 
 def run(args) -> int:
-    from ..run import Runner
+    from ...execution.runner import Runner
 
     cfg = config_from_args(args)
     check_writable(cfg.run_dir)  # an unwritable --out-root is exit 2 before any query is spent
@@ -164,7 +164,7 @@ def run(args) -> int:
         if cfg.executor != "threads":  # its model calls are shared through one in-process memo
             raise InputError("the parser fan-out (--parsers) runs on threads only", field="executor",
                              fix="leave --executor out, or run each parser as its own run")
-        from ..fanout import command
+        from ...execution.fanout import command
 
         with stopping_now_exits(redo):
             return command(cfg, args.parsers, progress=not args.quiet, redo=redo, as_json=args.json)
@@ -191,7 +191,7 @@ EXIT_INTERRUPTED = 130  # as the shell reports a command ended by Ctrl-C
 def stopping_now_exits(redo: str):
     """Ctrl-C: say how to go on. A second Ctrl-C (StopNow, the manifest already written) ends the process at once:
     a normal exit would wait for the worker threads still in their model or tool calls."""
-    from ..interrupt import StopNow
+    from ...execution.interrupt import StopNow
 
     try:
         yield

@@ -33,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from runners.openai_server import serve_forever
+    from runners.serving.openai_server import serve_forever
     from toolbench_adapter.errors import InputError
 
     if args.max_body_bytes < 1:
