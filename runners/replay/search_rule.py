@@ -17,7 +17,7 @@ from ..models.recorded_turns import Turn, turn_trees, walk
 
 STB_BACK_LENGTH = 1  # StableToolBench: a dead end backtracks one level
 TWO_LEVEL_BACK_LENGTH = 2  # the older ToolBench rule: two levels, like a give-up
-_FOUND, _OUT_OF_BUDGET = 10000, 100000  # as runners/dfs.py
+_FOUND, _OUT_OF_BUDGET = 10000, 100000  # as runners/search/dfs.py
 
 
 class _Mismatch(Exception):

@@ -1,6 +1,6 @@
 """End to end on a real serving engine: start it, run, evaluate, tabulate, always stop it.
 
-``python -m runners.e2e`` (``make e2e``) starts vLLM (CPU build, .venv-vllm) on the local SmolLM2 folder, or the
+``python -m runners.serving.e2e`` (``make e2e``) starts vLLM (CPU build, .venv-vllm) on the local SmolLM2 folder, or the
 project's own OpenAI-compatible server in front of the hf backend (``--engine hf``, ``make e2e-light``), on a
 free loopback port; or, with ``--base-url``, uses an engine the user already runs (e.g. vLLM serving
 ToolLLaMA-2-7b-v2 on a GPU machine) and starts nothing. Then, for each backend (openai-completions with the

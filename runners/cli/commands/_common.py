@@ -111,7 +111,7 @@ def judge_client_options(args: argparse.Namespace) -> dict:
 
 
 def redo_command(args: argparse.Namespace, fallback: list[str]) -> str:
-    """The command as typed (runners/cli.py keeps it in args.argv): rerun as is, it redoes what failed."""
+    """The command as typed (runners/cli/main.py keeps it in args.argv): rerun as is, it redoes what failed."""
     return "tba " + shlex.join(getattr(args, "argv", None) or fallback)
 
 

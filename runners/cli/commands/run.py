@@ -98,7 +98,7 @@ def register(subparsers) -> None:
                    help="dialect setting, e.g. history=thought, template=chat, prefill='Thought: '")
     p.add_argument("--parser", help="output parser (default: the dialect's; toolllama: react-find)")
     p.add_argument("--parsers", metavar="P1,P2,...", help="parser fan-out: one run folder per parser under NAME/, "
-                   "model calls shared while trajectories agree (temperature 0 only); see runners/fanout.py")
+                   "model calls shared while trajectories agree (temperature 0 only); see runners/execution/fanout.py")
     p.add_argument("--flavour", choices=("legacy", "current"), help="function format (default: current)")
     p.add_argument("--compat", choices=("stb", "strict"), help="upstream quirks (stb, default) or corrected")
     p.add_argument("--server", action="append", metavar="URL",
@@ -160,7 +160,7 @@ def run(args) -> int:
     cfg = config_from_args(args)
     check_writable(cfg.run_dir)  # an unwritable --out-root is exit 2 before any query is spent
     redo = "tba " + shlex.join(getattr(args, "argv", None) or ["run", "--name", cfg.name])
-    if getattr(args, "parsers", None):  # the parser fan-out (runners/fanout.py)
+    if getattr(args, "parsers", None):  # the parser fan-out (runners/execution/fanout.py)
         if cfg.executor != "threads":  # its model calls are shared through one in-process memo
             raise InputError("the parser fan-out (--parsers) runs on threads only", field="executor",
                              fix="leave --executor out, or run each parser as its own run")
