@@ -115,8 +115,10 @@ E2E_VLLM    ?= 1
 test: install $(if $(filter 1,$(E2E_VLLM)),vllm)  ## run the whole test suite (with the vLLM end to end; E2E_VLLM=0: without) [needs vLLM unless E2E_VLLM=0: make vllm]
 	TBA_E2E_VLLM=$(E2E_VLLM) $(BIN)/python -m pytest -q
 
-lint: install  ## ruff
+# lint-imports: the import contracts of .importlinter (the layers DESIGN.md draws), each commented with its reason
+lint: install  ## ruff, and the import layers (lint-imports: .importlinter)
 	$(BIN)/ruff check toolbench_adapter runners tests benchmarks
+	$(BIN)/lint-imports --no-cache
 
 data: install  ## fetch the upstream StableToolBench query files into data/stabletoolbench [needs a network]
 	$(TBA) data fetch --out data/stabletoolbench
