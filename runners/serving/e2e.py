@@ -36,7 +36,7 @@ from .engine import (
     vllm_spec,
 )
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CONFIG_DIR = PROJECT_ROOT / "runners" / "configs"
 BACKENDS = ("openai-completions", "openai-chat")
 BACKEND_CONFIG_SUFFIX = {"openai-completions": "completions", "openai-chat": "chat"}
