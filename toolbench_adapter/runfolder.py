@@ -27,8 +27,9 @@ STEPS_DIR = "steps"
 QUERY_STATS = QUERY_LINES  # "queries.jsonl"
 ERRORS = "errors.jsonl"
 FAILED_DIR = "failed"  # failed/{group}/{query_id}_{method}.json: the partial tree of an infra-failed query
+FANOUT = "fanout.json"  # at the root of a parser fan-out set (one run folder per parser): variants, call counts
 
-__all__ = ["ERRORS", "FAILED_DIR", "MANIFEST", "QUERY_STATS", "STEPS", "STEPS_DIR", "answer_path", "collect_steps",
+__all__ = ["ERRORS", "FAILED_DIR", "FANOUT", "MANIFEST", "QUERY_STATS", "STEPS", "STEPS_DIR", "answer_path", "collect_steps",
            "failed_path", "is_finished", "remove_empty_dirs", "steps_path", "summarize"]
 
 

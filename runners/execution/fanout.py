@@ -21,15 +21,13 @@ from typing import Any
 from toolbench_adapter.errors import InputError
 from toolbench_adapter.fileio import write_json_atomic, write_text_atomic
 from toolbench_adapter.parsers import PARSERS
-from toolbench_adapter.runfolder import MANIFEST
+from toolbench_adapter.runfolder import FANOUT, MANIFEST
 
 from ..config import RunConfig
 from ..models.memo import MemoBackend
 from .preflight import make_backend
 from .runlock import RunFolderLock
 from .runner import Runner
-
-FANOUT = "fanout.json"  # at the set's root: the variants and the call counts
 
 
 class CountingBackend:
