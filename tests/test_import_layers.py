@@ -100,3 +100,18 @@ def test_no_module_is_in_an_import_circle():
         if module not in index:
             visit(module)
     assert circles == []
+
+
+def test_the_hf_judge_exists_whichever_module_is_imported_first():
+    """No registration at import time: the library's CHAT_CLIENTS names the hf judge (an entry point of the
+    installed package, setup.cfg) before anything under runners/ is imported, and importing runners registers
+    nothing."""
+    code = ("import sys; from toolbench_adapter.evaluation.chat import CHAT_CLIENTS; "
+            "assert 'hf' in CHAT_CLIENTS.names(), CHAT_CLIENTS.names(); "
+            "assert not any(m == 'runners' or m.startswith('runners.') for m in sys.modules); "
+            "print(CHAT_CLIENTS.get('hf').__module__)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "runners.models.chat_adapter"
+    init = (PROJECT_ROOT / "runners" / "__init__.py").read_text(encoding="utf-8")
+    assert "register" not in init.replace("registers nothing", "")
