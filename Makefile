@@ -134,7 +134,7 @@ bench-runner: install  ## harness overhead: threads and ray executors at concurr
 	$(BIN)/python benchmarks/bench_runner.py $(BENCH_ARGS)
 
 clean:  ## remove caches (keeps .venv and results/)
-	rm -rf .pytest_cache .ruff_cache .hypothesis build *.egg-info
+	rm -rf .pytest_cache .ruff_cache .hypothesis .import_linter_cache .grimp_cache build *.egg-info
 
 .PHONY: reproduce
 reproduce: install  ## recompute SoPR/SoWR from StableToolBench's released labels ($(STB_ROOT)), beside the published tables
