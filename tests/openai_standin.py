@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from runners.openai_server import LoopbackServer
+from runners.serving.openai_server import LoopbackServer
 from toolbench_adapter.evaluation.preflight import PREFLIGHT_MARKER
 
 DEFAULT_MODEL = "standin-model"

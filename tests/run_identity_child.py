@@ -10,8 +10,8 @@ from __future__ import annotations
 import sys
 import threading
 
-from runners import run
 from runners.cli import main
+from runners.execution import runner as run
 from runners.models.scripted import ScriptedBackend, default_script
 
 

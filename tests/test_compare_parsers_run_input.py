@@ -14,8 +14,8 @@ import pytest
 
 from runners.cli import main
 from runners.config import RunConfig
+from runners.execution.runner import Runner
 from runners.models.scripted import ScriptedBackend
-from runners.run import Runner
 from toolbench_adapter.parsers import get_parser
 from toolbench_adapter.parsers.corpus import read_outputs
 

@@ -9,8 +9,8 @@ import pytest
 
 from runners.cli import main
 from runners.config import RunConfig
-from runners.evaluate import evaluate_run
-from runners.fanout import run_fanout
+from runners.execution.fanout import run_fanout
+from runners.judging.evaluate import evaluate_run
 from runners.models.react_script import react_script
 from runners.models.scripted import ScriptedBackend
 from toolbench_adapter.errors import InputError

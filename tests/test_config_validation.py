@@ -10,7 +10,7 @@ import pytest
 
 from runners.cli import main
 from runners.config import RunConfig, load_yaml
-from runners.settings_check import describe, type_hints
+from runners.config.settings_check import describe, type_hints
 from toolbench_adapter.errors import InputError
 
 CONFIGS = Path(__file__).resolve().parent.parent / "runners" / "configs"

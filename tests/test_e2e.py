@@ -1,4 +1,4 @@
-"""runners/engine.py and runners/e2e.py: an engine subprocess on loopback is always stopped and its port freed
+"""runners/serving/engine.py and runners/serving/e2e.py: an engine subprocess on loopback is always stopped and its port freed
 (normal end, failed start, start timeout, a failed step, SIGTERM to the orchestrator, the orchestrator killed).
 
 The engine here is `tba serve-model --backend replay`: a real OpenAI-compatible server process that loads no
@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from runners.engine import EngineError, EngineSpec, ManagedEngine, command_spec, port_is_free
+from runners.serving.engine import EngineError, EngineSpec, ManagedEngine, command_spec, port_is_free
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -83,7 +83,7 @@ def test_the_engine_dies_with_the_process_that_started_it(tmp_path):
     """SIGKILL leaves no chance to clean up: the kernel's parent-death signal stops the engine."""
     script = (
         "import sys, time\n"
-        "from runners.engine import ManagedEngine, command_spec\n"
+        "from runners.serving.engine import ManagedEngine, command_spec\n"
         f"engine = ManagedEngine(command_spec({replay_command(tmp_path)!r}, 'recorded', 60), {str(tmp_path / 'log')!r})\n"
         "engine.start()\n"
         "print(engine.port, engine.process.pid, flush=True)\n"
@@ -108,7 +108,7 @@ def test_the_engine_dies_with_the_process_that_started_it(tmp_path):
 
 
 def e2e_command(tmp_path: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "runners.e2e", "--engine-command", replay_command(tmp_path / "engine"),
+    return [sys.executable, "-m", "runners.serving.e2e", "--engine-command", replay_command(tmp_path / "engine"),
             "--served-name", "recorded", "--out", str(tmp_path / "out"), "--backends", "openai-completions",
             "--methods", "CoT@1", *extra]
 

@@ -1,6 +1,6 @@
 """The light end-to-end path that `make test` runs (vLLM does not fit in CI's time: see the Makefile's e2e note).
 
-`python -m runners.e2e --engine hf` starts the local SmolLM2-135M-Instruct behind `tba serve-model` as a
+`python -m runners.serving.e2e --engine hf` starts the local SmolLM2-135M-Instruct behind `tba serve-model` as a
 real subprocess on a free loopback port, drives it through openai-completions (toolllama text prompt) and
 openai-chat with CoT@1 and DFS_woFilter_w2 on a tiny budget, judges with the same served model, writes the
 tables and the error taxonomy, and stops the engine. `make e2e` runs the identical orchestrator on vLLM.
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from runners.engine import port_is_free
+from runners.serving.engine import port_is_free
 from toolbench_adapter.evaluation.evaluations import choose_evaluation
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -24,7 +24,7 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 @pytest.mark.slow
 def test_light_end_to_end_through_both_openai_backends(tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "runners.e2e", "--engine", "hf", "--out", str(tmp_path), "--groups", "G1_instruction",
+        [sys.executable, "-m", "runners.serving.e2e", "--engine", "hf", "--out", str(tmp_path), "--groups", "G1_instruction",
          "--max-step", "2", "--max-tokens", "24", "--max-query-count", "3", "--concurrency", "1"],
         cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from runners.engine import DEFAULT_VLLM_PYTHON, port_is_free
+from runners.serving.engine import DEFAULT_VLLM_PYTHON, port_is_free
 from toolbench_adapter.evaluation.evaluations import choose_evaluation
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -30,7 +30,7 @@ pytestmark = [
 
 
 def test_make_e2e_on_vllm(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "runners.e2e", "--out", str(tmp_path)], cwd=PROJECT_ROOT,
+    result = subprocess.run([sys.executable, "-m", "runners.serving.e2e", "--out", str(tmp_path)], cwd=PROJECT_ROOT,
                             capture_output=True, text=True, timeout=1800)
     print(result.stdout[-6000:])  # the tables, shown with -s or on failure
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]

@@ -139,7 +139,7 @@ def test_the_tool_server_client_spreads_calls_and_skips_a_dead_server():
 
 
 def test_the_judge_takes_several_urls(monkeypatch):
-    from runners.commands._common import judge_urls
+    from runners.cli.commands._common import judge_urls
 
     with OpenAIStandin(chat=["fine"]) as live:
         client = OpenAIChatClient([dead_url("/v1"), live.url], "standin-model", retries=1, wait_min=0)

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from runners.cli import main
 from runners.config import RunConfig
-from runners.executors import EXECUTORS, RayExecutor, ThreadsExecutor, make_executor
+from runners.execution.executors import EXECUTORS, RayExecutor, ThreadsExecutor, make_executor
+from runners.execution.runner import Runner
 from runners.models.scripted import ScriptedBackend
-from runners.run import Runner
 from tests.ray_support import needs_ray
 
 
@@ -142,7 +142,7 @@ def test_a_killed_driver_resumes_without_loss_or_duplicates(tmp_path, ray_cluste
 
 
 def test_each_worker_gets_its_share_of_the_rate_limits_and_the_adopted_model():
-    from runners.executors import worker_config
+    from runners.execution.executors import worker_config
 
     class Adopted:
         model = "served-name"  # what the driver's preflight adopted from the endpoint

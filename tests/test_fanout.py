@@ -12,14 +12,14 @@ import pytest
 
 from runners.cli import main
 from runners.config import RunConfig
-from runners.evaluate import evaluate_run
-from runners.fanout import run_fanout
+from runners.execution.fanout import run_fanout
+from runners.execution.runner import Runner
+from runners.judging.evaluate import evaluate_run
 from runners.models import BACKENDS
 from runners.models.base import Completion, ModelRequest
 from runners.models.memo import MemoBackend, SamplingNotMemoizable
 from runners.models.react_script import diverges, react_script
 from runners.models.scripted import ScriptedBackend
-from runners.run import Runner
 from toolbench_adapter.evaluation.evaluations import choose_evaluation
 
 TOOLS = "data/sample/toolenv/tools"

@@ -17,9 +17,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import requests
 
 from runners.config import RunConfig
+from runners.execution.runner import Runner
 from runners.models.base import Completion, ModelRequest
 from runners.models.scripted import ScriptedBackend
-from runners.run import Runner
 from toolbench_adapter.server.app import ServerConfig, build_virtual_server, create_app
 from toolbench_adapter.server.client import PREFLIGHT_TOOL_INPUT
 from toolbench_adapter.server.runner import EmbeddedServer

@@ -8,8 +8,6 @@ import stat
 
 import pytest
 
-from runners.merge import MANIFEST
-from toolbench_adapter.answers.write import write_json_atomic as write_answer
 from toolbench_adapter.errors import InputError
 from toolbench_adapter.fileio import (
     OutputPathError,
@@ -20,6 +18,7 @@ from toolbench_adapter.fileio import (
 )
 from toolbench_adapter.parsers.corpus import ModelOutput
 from toolbench_adapter.report.parsers import compare_parsers, write_comparison
+from toolbench_adapter.runfolder import MANIFEST
 
 
 @pytest.fixture
@@ -38,7 +37,7 @@ def test_atomic_writes_follow_the_umask(tmp_path, umask, mask, mode):
     umask(mask)
     assert current_umask() == mask
     answer = tmp_path / "G1_instruction" / "1_CoT@1.json"
-    write_answer(answer, {"answer_generation": {}})  # answer files (fsynced)
+    write_json_atomic(answer, {"answer_generation": {}}, fsync=True)  # answer files (fsynced)
     write_json_atomic(tmp_path / MANIFEST, {"totals": {}})  # manifests
     write_text_atomic(tmp_path / "table.md", "x")
     for path in (answer, tmp_path / MANIFEST, tmp_path / "table.md"):

@@ -10,9 +10,9 @@ import threading
 import pytest
 
 from runners.config import RunConfig
+from runners.execution.runner import Runner
 from runners.models.react_script import react_script
 from runners.models.scripted import ScriptedBackend
-from runners.run import Runner
 
 TOOLS = "data/sample/toolenv/tools"
 
@@ -39,8 +39,8 @@ def test_ctrl_c_starts_no_queued_query(tmp_path):
 def test_the_first_ctrl_c_says_what_it_waits_for_and_a_second_stops_now(tmp_path, monkeypatch, capfd):
     """Two queries in flight and slow: the first Ctrl-C names them and waits; a second one (sent here as the
     notice is printed) stops at once, the two recorded as not finished and redone by the next run."""
-    from runners import interrupt
-    from runners.interrupt import StopNow
+    from runners.execution import interrupt
+    from runners.execution.interrupt import StopNow
 
     release = threading.Event()
     started = threading.Barrier(2)

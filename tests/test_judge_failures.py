@@ -20,8 +20,8 @@ import pytest
 
 from runners.cli import main
 from runners.config import RunConfig
-from runners.evaluate import evaluate_run
-from runners.run import Runner
+from runners.execution.runner import Runner
+from runners.judging.evaluate import evaluate_run
 from tests.faulty_http import FaultyServer
 from tests.openai_standin import OpenAIStandin, Reply
 from tests.ray_support import needs_ray

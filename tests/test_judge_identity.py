@@ -2,7 +2,7 @@
 apart under its judge's identity (toolbench_adapter/evaluation/evaluations.py).
 
 Judges are loopback servers: the stand-in of tests/openai_standin.py (it answers a forced tool call with one) and
-the project's own `tba serve-model` app (runners/openai_server.py) around a scripted text-only backend, which
+the project's own `tba serve-model` app (runners/serving/openai_server.py) around a scripted text-only backend, which
 answers every request with text as `tba serve-model` does for the local model. Runs are real `tba run`s of the
 sample set with the scripted model."""
 
@@ -16,10 +16,10 @@ from pathlib import Path
 
 from runners.cli import main
 from runners.config import RunConfig
+from runners.execution.runlock import RunFolderLock
+from runners.execution.runner import Runner
 from runners.models.scripted import ScriptedBackend
-from runners.openai_server import LoopbackServer, build_app
-from runners.run import Runner
-from runners.runlock import RunFolderLock
+from runners.serving.openai_server import LoopbackServer, build_app
 from tests.openai_standin import OpenAIStandin, Reply
 from tests.test_judge_failures import FAST_RETRIES, Broken, solved
 from tests.test_report_chromium import Chrome, chromium  # noqa: F401 (a fixture)
@@ -321,7 +321,7 @@ def test_evaluate_says_a_run_is_still_running_when_its_lock_is_held(tmp_path, ca
 
 def test_evaluate_checks_the_run_once(tmp_path, monkeypatch):
     """check_run reads every answer file (summarize, the unrun queries): the CLI's check is handed on."""
-    import runners.evaluate as evaluate_module
+    import runners.judging.evaluate as evaluate_module
 
     calls = []
     real = evaluate_module.check_run

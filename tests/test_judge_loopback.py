@@ -362,7 +362,7 @@ PREFER_ARGS = ["--ref", "a.json", "--out-answers", "b.json", "--out", "o"]
 def test_the_judge_model_default_follows_the_backend(monkeypatch):
     """hf without --judge-model judges with the local model; it must not be handed an OpenAI model name."""
     from runners.cli import build_parser
-    from runners.commands._common import judge_model_from_args
+    from runners.cli.commands._common import judge_model_from_args
 
     monkeypatch.delenv("TBA_JUDGE_MODEL", raising=False)
     parser = build_parser()

@@ -13,7 +13,7 @@ import pytest
 
 from runners.cli import main
 from runners.config import RunConfig
-from runners.run import Runner
+from runners.execution.runner import Runner
 from tests.ray_support import needs_ray
 from tests.test_judge_loopback import StandIn, function_of, tool_reply
 
@@ -105,7 +105,7 @@ def test_ray_gives_the_same_labels_and_tables_as_threads_and_uses_the_cache_alik
 
 @needs_ray
 def test_a_judge_worker_that_cannot_reach_the_judge_gives_error_labels_not_a_crash(tmp_path, ray_cluster, capsys):
-    from runners.judge_ray import ChatRecipe, RayJudgeExecutor
+    from runners.judging.judge_ray import ChatRecipe, RayJudgeExecutor
     from toolbench_adapter.evaluation.evaluator import load_evaluator
     from toolbench_adapter.evaluation.judge import make_judge
     from toolbench_adapter.evaluation.labels import Label

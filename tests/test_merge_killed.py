@@ -18,14 +18,14 @@ from runners.cli import main
 STOPPED_MERGE = textwrap.dedent("""
     import sys, time
     from pathlib import Path
-    import runners.merge
+    import runners.execution.merge
     from runners.cli import main
 
     def stop_here(staging):
         Path(sys.argv[1]).write_text(str(staging))
         time.sleep(3600)
 
-    runners.merge.collect_steps = stop_here
+    runners.execution.merge.collect_steps = stop_here
     main(sys.argv[2:])
 """)
 

@@ -13,7 +13,7 @@ from runners.models.base import ModelRequest
 from runners.models.chat_adapter import BackendChatClient, BackendChatError
 from runners.models.openai_chat import OpenAIChatBackend
 from runners.models.openai_completions import OpenAICompletionsBackend
-from runners.openai_server import bind_socket
+from runners.serving.openai_server import bind_socket
 from tests.openai_standin import OpenAIStandin, Reply
 from toolbench_adapter.errors import InputError
 from toolbench_adapter.evaluation.chat import ChatError

@@ -1,4 +1,4 @@
-"""runners/openai_server.py and `tba serve-model`: a real loopback server wrapping a backend, called by the
+"""runners/serving/openai_server.py and `tba serve-model`: a real loopback server wrapping a backend, called by the
 openai-* backends."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from runners.models.base import Completion, ModelRequest
 from runners.models.hf import HFBackend
 from runners.models.openai_chat import OpenAIChatBackend
 from runners.models.openai_completions import OpenAICompletionsBackend
-from runners.openai_server import LoopbackServer, build_app
+from runners.serving.openai_server import LoopbackServer, build_app
 from toolbench_adapter.errors import InputError
 
 

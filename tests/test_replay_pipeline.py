@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from runners.config import RunConfig
-from runners.run import Runner
+from runners.execution.runner import Runner
 from toolbench_adapter.server.app import ServerConfig, build_virtual_server, create_app
 from toolbench_adapter.server.cache_build import build_cache
 from toolbench_adapter.server.runner import EmbeddedServer

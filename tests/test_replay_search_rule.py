@@ -13,7 +13,7 @@ import pytest
 from runners.cli import main as tba
 from runners.config import RunConfig
 from runners.models.recorded_turns import turn_trees
-from runners.replay_search_rule import compat_flags_for, dead_end_back_length, fits
+from runners.replay.search_rule import compat_flags_for, dead_end_back_length, fits
 from tests.conftest import FIXTURES_ROOT, STB_ROOT, TB_ROOT, _need
 from toolbench_adapter.compat import Compat
 from toolbench_adapter.errors import InputError

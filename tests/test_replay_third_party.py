@@ -43,7 +43,7 @@ def test_every_third_party_file_is_replayed_or_refused_with_a_reason(corpus, tmp
     # the same query and method recorded by several runs (45371 CoT@3 three times): one answer file each
     assert len({line["answer"] for line in replayed}) == len(replayed)
     assert len(replayed) == 124 and sum(line["actions_exact"] for line in replayed) == 996
-    # only ToolBench's own G1_answer/69 was searched by the older DFSDT (runners/replay_search_rule.py); the
+    # only ToolBench's own G1_answer/69 was searched by the older DFSDT (runners/replay/search_rule.py); the
     # other 123 files keep StableToolBench's rule, unflagged
     older = [line for line in lines if line["compat_flags"]]
     assert [line["source"].rsplit("/", 2)[-2:] for line in older] == [["G1_answer", "69_ChatGPT_DFS_woFilter_w2.json"]]

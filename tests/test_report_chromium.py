@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 
 from runners.config import RunConfig
-from runners.evaluate import evaluate_run
-from runners.run import Runner
+from runners.execution.runner import Runner
+from runners.judging.evaluate import evaluate_run
 from tests.test_report_html import make_text_runs
 from toolbench_adapter.report.html import write_report
 from toolbench_adapter.server.app import ServerConfig, build_virtual_server, create_app

@@ -11,8 +11,8 @@ import pytest
 
 from runners.cli import main
 from runners.config import RunConfig
+from runners.execution.runner import Runner
 from runners.models.scripted import ScriptedBackend
-from runners.run import Runner
 from toolbench_adapter.report import plots
 from toolbench_adapter.report.html import render_page, script_json
 from toolbench_adapter.report.run_compare import OUTCOME_DIFFERS, compare_runs, summary

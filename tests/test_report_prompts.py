@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from runners.config import RunConfig
-from runners.evaluate import evaluate_run
+from runners.execution.runner import Runner
+from runners.judging.evaluate import evaluate_run
 from runners.models.scripted import ScriptedBackend
-from runners.run import Runner
 from tests.test_report_chromium import Chrome, assert_fits, chromium  # noqa: F401 (a fixture)
 from tests.test_report_html import react_script
 from toolbench_adapter.report import plots

@@ -15,9 +15,9 @@ import pytest
 
 from runners.cli import main
 from runners.config import RunConfig
-from runners.evaluate import evaluate_run
+from runners.execution.runner import Runner
+from runners.judging.evaluate import evaluate_run
 from runners.models.scripted import ScriptedBackend
-from runners.run import Runner
 from tests.test_report_html import embedded, react_script
 from toolbench_adapter.evaluation.evaluations import choose_evaluation
 from toolbench_adapter.report.headline import headline

@@ -11,8 +11,8 @@ import pytest
 
 from runners.cli import main
 from runners.config import RunConfig
+from runners.execution.runner import Runner
 from runners.models.scripted import ScriptedBackend
-from runners.run import Runner
 
 
 def run_args(tmp_path, name, *extra):

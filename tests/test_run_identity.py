@@ -21,16 +21,16 @@ import pytest
 from fastapi.responses import JSONResponse
 
 from runners.cli import main
-from runners.config import RunConfig
-from runners.executors import RayExecutor
-from runners.fanout import run_fanout
+from runners.config import RunConfig, select_queries
+from runners.execution.executors import RayExecutor
+from runners.execution.fanout import run_fanout
+from runners.execution.runlock import FolderBusy, RunFolderLock, live_holder, lock_path
+from runners.execution.runner import Runner
 from runners.models.base import CONTEXT_LENGTH, MODEL_ENDPOINT, Completion, ModelRequest
 from runners.models.openai_chat import OpenAIChatBackend
 from runners.models.openai_completions import OpenAICompletionsBackend
 from runners.models.react_script import react_script
 from runners.models.scripted import ScriptedBackend, default_script, scripted_call
-from runners.run import Runner, select_queries
-from runners.runlock import FolderBusy, RunFolderLock, live_holder, lock_path
 from tests.openai_standin import OpenAIStandin, Reply
 from tests.ray_support import needs_ray
 
@@ -208,7 +208,7 @@ def test_without_flock_the_recorded_holder_is_the_lock(tmp_path, monkeypatch, ca
     taken over, one on another host refused with the file to delete."""
     import errno
 
-    from runners import runlock
+    from runners.execution import runlock
 
     def no_flock(fd, operation):
         raise OSError(errno.ENOSYS, "Function not implemented")
@@ -412,7 +412,7 @@ class ContextLimitedBackend:
 
 def test_serve_model_answers_a_context_limit_as_the_engines_do_and_the_query_finishes(tmp_path):
     # serve-model used to answer 500 here: the client retried and the query ended as a model_endpoint failure
-    from runners.openai_server import LoopbackServer, build_app
+    from runners.serving.openai_server import LoopbackServer, build_app
 
     backend = ContextLimitedBackend()
     with LoopbackServer(build_app(backend)) as server:

@@ -9,11 +9,13 @@ import pytest
 
 from runners.cli import main
 from runners.config import RunConfig
-from runners.evaluate import evaluate_run
+from runners.execution.progress import progress_postfix
+from runners.execution.query import QueryOutcome
+from runners.execution.runner import Runner
+from runners.failures import InfraFailure
+from runners.judging.evaluate import evaluate_run
 from runners.models.base import Completion
 from runners.models.scripted import ScriptedBackend, default_script
-from runners.outcome import InfraFailure
-from runners.run import QueryOutcome, Runner, progress_postfix
 from tests.faulty_http import FaultyServer
 from tests.openai_standin import OpenAIStandin, Reply
 from toolbench_adapter.errors import InputError
@@ -263,8 +265,8 @@ def test_evaluate_refuses_a_run_with_infra_failures_unless_scored_anyway(tmp_pat
 ])
 def test_a_dialect_the_backend_cannot_take_is_refused_before_the_run(backend, dialect, options, needle):
     """Every turn would fail alike ("needs a text prompt", tools dropped): refuse with the fix instead."""
+    from runners.execution.preflight import fit_dialect
     from runners.models import BACKENDS
-    from runners.run import fit_dialect
 
     cfg = RunConfig(name="x", backend=backend, dialect=dialect, dialect_options=options)
     with pytest.raises(InputError) as refused:
@@ -281,8 +283,8 @@ def test_a_dialect_the_backend_cannot_take_is_refused_before_the_run(backend, di
     ("hf", "json-object", {}),
 ])
 def test_dialects_the_backend_takes_pass(backend, dialect, options):
+    from runners.execution.preflight import fit_dialect
     from runners.models import BACKENDS
-    from runners.run import fit_dialect
 
     cfg = RunConfig(name="x", backend=backend, dialect=dialect, dialect_options=options)
     assert fit_dialect(cfg, BACKENDS.get(backend)).dialect == dialect

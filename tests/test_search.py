@@ -4,15 +4,12 @@ import json
 
 import pytest
 
-from runners.agent import Agent, QueryContext
-from runners.chain import run_cot
-from runners.config import RunConfig
-from runners.dfs import run_dfs
 from runners.models.base import Completion
 from runners.models.scripted import ScriptedBackend
-from runners.run import make_parse
-from runners.trajectory import cot_file, dfs_file
-from runners.tree import Node
+from runners.search.agent import Agent, QueryContext, make_parse
+from runners.search.cot import cot_file, run_cot
+from runners.search.dfs import dfs_file, run_dfs
+from runners.search.tree import Node
 from toolbench_adapter.dialects import make_dialect
 from toolbench_adapter.env import ToolEnv
 from toolbench_adapter.messages import initial_messages
@@ -72,7 +69,7 @@ def test_cot_answer_after_one_call(setup):
     result = run_cot(agent, ctx, root, pass_at=1, max_step=12)
     assert result.terminal is not None and result.terminal.depth == 4
     assert ctx.budget.query_count == 2 and len(server.calls) == 1
-    data = cot_file(result, ctx, RunConfig(method="CoT@1"))
+    data = cot_file(result, ctx, max_step=12, pass_at=1)
     assert data["win"] and data["answer_generation"]["valid_data"]
     assert json.loads(data["answer_generation"]["final_answer"])["final_answer"] == "done"
     last = data["answer_generation"]["train_messages"][-1]
@@ -94,7 +91,7 @@ def test_cot_depth_limit_prunes_and_second_try_starts_fresh(setup):
     first_last = result.last_nodes[0]
     assert first_last.pruned and first_last.depth == 6  # 3 calls of 2 nodes each, then the limit
     assert result.terminal is result.last_nodes[1]
-    data = cot_file(result, ctx, RunConfig(method="CoT@2", max_step=6))
+    data = cot_file(result, ctx, max_step=6, pass_at=2)
     assert data["try_count"] == 2 and [t["win"] for t in data["trys"]] == [False, True]
 
 
@@ -132,7 +129,7 @@ def test_dfs_give_up_backtracks_two_levels_with_diversity_prompt(setup):
     assert '"arguments": "{\\"try\\": 0}"' in diversity["content"]
     # after that call the diversity message is invalid: the next OpenAI request does not carry it
     assert all("This is not the first time" not in (m.get("content") or "") for m in backend.requests[3].messages)
-    data = dfs_file(result, ctx, RunConfig(method="DFS_woFilter_w2"), __import__("random").Random(42))
+    data = dfs_file(result, ctx, __import__("random").Random(42), max_step=12, width=2, max_query_count=200)
     assert data["win"] and data["answer_generation"]["finish_type"] == "give_answer"
     assert "second branch" in data["answer_generation"]["final_answer"]
     assert data["tree"]["size"] == 1 + 4 + 4 and data["tree"]["tree"]["children"][1]["description"] == first
@@ -161,7 +158,7 @@ def test_dfs_all_give_up_falls_back_to_a_give_up_node(setup):
     result = run_dfs(agent, ctx, root(), width=2, max_step=12)
     # a give-up right under the root abandons the root too: the search ends after one call
     assert not result.terminal_nodes and len(result.give_up_nodes) == 1 and ctx.budget.query_count == 1
-    data = dfs_file(result, ctx, RunConfig(method="DFS_woFilter_w2"), __import__("random").Random(42))
+    data = dfs_file(result, ctx, __import__("random").Random(42), max_step=12, width=2, max_query_count=200)
     generation = data["answer_generation"]
     assert not data["win"] and generation["valid_data"] and generation["finish_type"] == "give_up"
     assert "give_up_and_restart" in generation["final_answer"]
@@ -178,7 +175,7 @@ def test_dfs_stops_at_the_model_call_cap(setup):
     assert result.out_of_budget and ctx.budget.query_count == 200 and len(backend.requests) == 200
     nodes = list(result.root.iter_tree())
     assert len([n for n in nodes if n.node_type == "Action"]) == 199  # the 200th reply is discarded
-    data = dfs_file(result, ctx, RunConfig(method="DFS_woFilter_w2"), __import__("random").Random(42))
+    data = dfs_file(result, ctx, __import__("random").Random(42), max_step=12, width=2, max_query_count=200)
     assert not data["answer_generation"]["valid_data"] and "train_messages" not in data["answer_generation"]
 
 

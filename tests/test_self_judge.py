@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from runners.cli import main
-from runners.evaluate import evaluate_run
+from runners.judging.evaluate import evaluate_run
 from tests.openai_standin import OpenAIStandin, Reply
 from tests.test_judge_failures import solved
 from tests.test_report_chromium import Chrome, chromium  # noqa: F401 (a fixture)
@@ -149,7 +149,7 @@ def test_the_offline_default_judge_is_labelled_a_pipeline_check(tmp_path):
     """The local 135M model judging its own run is let through (no --judge-self), and every table says what it
     is worth. In-process stand-in for hf_chat_client's client (the real one: tests/test_offline_default.py)."""
     from runners.config import RunConfig
-    from runners.run import Runner
+    from runners.execution.runner import Runner
 
     Runner(RunConfig(name="offline", out_root=str(tmp_path), backend="scripted"), progress=False).run()
     manifest = json.loads((tmp_path / "offline" / "manifest.json").read_text())
@@ -175,8 +175,8 @@ def test_the_offline_default_judge_is_labelled_a_pipeline_check(tmp_path):
 
 def test_hf_judge_of_the_default_local_model_carries_the_note():
     """hf_chat_client marks the project's default local judge (and only it) with the pipeline-check note."""
-    from runners.evaluate import hf_chat_client
     from runners.models import local_model
+    from runners.models.chat_adapter import hf_chat_client
 
     if not local_model.is_converted(local_model.default_cache_folder()):
         pytest.skip("the local SmolLM2 is not converted here (make model converts it, ~30 s, offline)")

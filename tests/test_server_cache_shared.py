@@ -86,15 +86,15 @@ def post(server: EmbeddedServer, n: int) -> requests.Response:
 def test_a_full_disk_is_one_log_line_the_answer_served_and_the_files_intact(tmp_path, monkeypatch, caplog):
     cache = tmp_path / "cache"
     server = build_virtual_server(ServerConfig(cache_dir=cache, simulator="schema"))
-    real_write = cache_module.write_text_atomic
+    real_write = cache_module.write_json_atomic
 
-    def full(path, text):
+    def full(path, data, **_):
         raise output_path_error(path, OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)))
 
     with EmbeddedServer(create_app(server)) as running:
         assert post(running, 1).status_code == 200
         before = (cache / MAIN).read_bytes()
-        monkeypatch.setattr(cache_module, "write_text_atomic", full)
+        monkeypatch.setattr(cache_module, "write_json_atomic", full)
         with caplog.at_level(logging.WARNING, logger="toolbench_adapter.server.cache"):
             answer = post(running, 2)
             assert answer.status_code == 200 and answer.json()["error"] == ""
@@ -106,7 +106,7 @@ def test_a_full_disk_is_one_log_line_the_answer_served_and_the_files_intact(tmp_
         assert record.exc_info is None and "No space left on device" in record.getMessage()
         assert str(cache / "_simulated" / MAIN) in record.getMessage()
         # space again: the next write saves the answer that could not be saved too
-        monkeypatch.setattr(cache_module, "write_text_atomic", real_write)
+        monkeypatch.setattr(cache_module, "write_json_atomic", real_write)
         assert post(running, 3).status_code == 200
     assert set(json.loads((cache / MAIN).read_text())) == {str({"n": n}) for n in (1, 2, 3)}
 

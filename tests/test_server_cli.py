@@ -36,7 +36,7 @@ def test_serve_port_zero_prints_a_working_url(tmp_path):
 
 def test_serve_help_and_bad_flags(tmp_path, capsys):
     command = build_parser().parse_args(["serve", "--port", "0"])  # cli.py discovers the module
-    assert command.func.__module__ == "runners.commands.serve" and command.save is True
+    assert command.func.__module__ == "runners.cli.commands.serve" and command.save is True
     file_not_dir = tmp_path / "file"
     file_not_dir.write_text("x")
     assert tba(["serve", "--port", "0", "--cache", str(file_not_dir)]) == 2

@@ -165,7 +165,7 @@ class EchoBackend:
 
 @pytest.fixture(scope="module")
 def model_server():
-    from runners.openai_server import LoopbackServer, build_app
+    from runners.serving.openai_server import LoopbackServer, build_app
 
     with LoopbackServer(build_app(EchoBackend(), max_body_bytes=64 * 1024)) as server:
         yield server

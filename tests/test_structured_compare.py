@@ -5,9 +5,9 @@ import json
 
 from runners.cli import main
 from runners.config import RunConfig
-from runners.evaluate import evaluate_run
+from runners.execution.runner import Runner
+from runners.judging.evaluate import evaluate_run
 from runners.models.scripted import ScriptedBackend
-from runners.run import Runner
 
 FINISH = 'Thought: done.\nAction: Finish\nAction Input: {"return_type": "give_answer", "final_answer": "x"}'
 

@@ -7,9 +7,9 @@ import pytest
 
 from runners.cli import main
 from runners.config import RunConfig
+from runners.execution.runner import Runner
 from runners.models.react_script import react_script
 from runners.models.scripted import ScriptedBackend
-from runners.run import Runner
 from tests.openai_standin import OpenAIStandin
 from toolbench_adapter.errors import InputError
 from toolbench_adapter.structured.grammar import Constraint

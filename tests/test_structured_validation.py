@@ -6,9 +6,9 @@ import pytest
 from jsonschema import Draft7Validator
 
 from runners.config import RunConfig
+from runners.execution.runner import Runner
 from runners.models.base import Completion
 from runners.models.scripted import ScriptedBackend
-from runners.run import Runner
 from toolbench_adapter.parsers.base import Call, ParsedTurn
 from toolbench_adapter.parsers.schema import (
     ARGUMENTS_NOT_OBJECT,

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from runners.cli import main
-from runners.evaluate import evaluate_run
+from runners.judging.evaluate import evaluate_run
 from runners.models import scripted
 from runners.models.base import Completion
 from runners.models.scripted import default_script, scripted_call

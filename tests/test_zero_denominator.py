@@ -12,10 +12,10 @@ import pytest
 
 from runners.cli import main
 from runners.config import RunConfig
-from runners.evaluate import evaluate_run
+from runners.execution.runner import Runner
+from runners.judging.evaluate import evaluate_run
 from runners.models.base import Completion
 from runners.models.scripted import ScriptedBackend, scripted_call
-from runners.run import Runner
 from tests.test_reproduce import per_model_set, write_labels
 from toolbench_adapter.evaluation.evaluations import choose_evaluation
 from toolbench_adapter.evaluation.results import ScoreRow

@@ -26,7 +26,7 @@ class Compat:
     cache_simulated_responses: bool = True
     # DFSDT: a pruned or depth-limited leaf that is not a give-up backtracks two levels (like a give-up) instead
     # of one. Not StableToolBench (False in every mode): an older ToolBench search that some of ToolBench's own
-    # example answers were made with; `tba replay` sets it for the recordings that need it (runners/replay_search_rule.py)
+    # example answers were made with; `tba replay` sets it for the recordings that need it (runners/replay/search_rule.py)
     dfs_dead_end_backtracks_two: bool = False
     # DFSDT answer: a search that found no final answer records none (valid_data false, final_answer "") instead
     # of a random give-up node (finish_type give_up). Not StableToolBench (False in every mode): the same older

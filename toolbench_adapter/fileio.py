@@ -143,12 +143,17 @@ def utf8_safe(text: str) -> str:
     return text
 
 
-def write_text_atomic(path: str | Path, text: str, fsync: bool = False) -> Path:
+def write_text_atomic(path: str | Path, text: str, *, fsync: bool = False) -> Path:
+    """The project's one atomic text writer (temp file in the same folder + os.replace): readers see the old
+    file or the new one, never half. ``fsync``: answer files and manifests (resume trusts a file on disk)."""
     return write_bytes_atomic(path, utf8_safe(text).encode("utf-8"), fsync=fsync)
 
 
-def write_json_atomic(path: str | Path, data: Any, indent: int | None = 2, fsync: bool = False,
+def write_json_atomic(path: str | Path, data: Any, *, indent: int | None = 2, fsync: bool = False,
                       ensure_ascii: bool = True) -> Path:
+    """The project's one atomic JSON writer: ``json.dumps(data, indent=indent, ensure_ascii=ensure_ascii)``'s
+    bytes, written as write_text_atomic writes. Answer files and manifests pass ``fsync=True``; converted
+    files (as upstream writes them) ``indent=None``."""
     text = (json.dumps(data, ensure_ascii=ensure_ascii) if indent is None  # the C encoder: already fast
             else dumps_indented(data, indent=indent, ensure_ascii=ensure_ascii))  # json.dumps's bytes, faster
     return write_text_atomic(path, text, fsync=fsync)

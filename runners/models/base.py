@@ -21,6 +21,9 @@ from typing import Any, Protocol
 from toolbench_adapter.errors import InputError
 from toolbench_adapter.registry import Registry
 
+# the failure kinds a backend sets (error_kind) live in the leaf runners/failures.py; named here for backends
+from ..failures import CONTEXT_LENGTH, MODEL_ENDPOINT, REPLAY_GAP  # noqa: F401
+
 
 @dataclass
 class ModelRequest:
@@ -58,14 +61,6 @@ class Completion:
         if self.tool_calls:
             msg["tool_calls"] = self.tool_calls
         return msg
-
-
-MODEL_ENDPOINT = "model_endpoint"  # the endpoint gave up after its retries, or answered something unusable
-REPLAY_GAP = "replay_gap"  # the replay backend has no recorded turn for the request
-# the endpoint refused the request as longer than the model's context (vLLM, OpenAI: HTTP 400; hf: more tokens
-# than the model's positions): the model's own limit, which no rerun changes, so not an infrastructure failure:
-# the chain ends there as upstream's does at an LLM error, and the query finishes
-CONTEXT_LENGTH = "context_length"
 
 
 def natural_dialect(backend: object) -> str | None:

@@ -67,3 +67,32 @@ class BackendChatClient:
         if completion.error:
             raise BackendChatError(completion.error)
         return completion.message()
+
+
+# the hf judge: CHAT_CLIENTS finds it through the entry point toolbench_adapter.chat_clients (setup.cfg), so
+# it exists whichever module was imported first
+LOCAL_JUDGE_MAX_TOKENS = 96  # a verdict is a short JSON object; a small local model would ramble to 1000
+
+
+def hf_chat_client(model: str | None = None, base_url: str | None = None, api_key: str | None = None,
+                   max_tokens: int = LOCAL_JUDGE_MAX_TOKENS, **_):
+    """Judge with a local transformers model (default: SmolLM2-135M-Instruct); text only -> JSON mode."""
+    from toolbench_adapter.evaluation.evaluations import PIPELINE_CHECK
+
+    from .hf import HFBackend
+
+    class CappedChatClient(BackendChatClient):
+        def chat(self, messages, *, tools=None, tool_choice=None, temperature=None, max_tokens=None, prefill=None,
+                 stop=None, constraint=None):
+            cap = min(max_tokens or self.cap, self.cap)
+            return super().chat(messages, tools=tools, tool_choice=tool_choice, temperature=temperature,
+                                max_tokens=cap, prefill=prefill, stop=stop, constraint=constraint)
+
+    backend = HFBackend(model=model)
+    backend.preflight()
+    client = CappedChatClient(backend)
+    client.cap = max_tokens
+    client.model = backend.model  # the judge's identity (evaluations.py): which model judged
+    if backend.source.converts_default:  # the offline default's judge: every table says what it is worth
+        client.judge_note = PIPELINE_CHECK
+    return client

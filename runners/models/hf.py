@@ -14,8 +14,9 @@ import time
 
 from toolbench_adapter.protocol.react import HF_PROMPT_TOKEN_LIMIT
 
+from ..failures import CONTEXT_LENGTH, MODEL_ENDPOINT
 from . import constrain, local_model
-from .base import CONTEXT_LENGTH, MODEL_ENDPOINT, Completion, ModelRequest, backend_option, reject_unknown_options
+from .base import Completion, ModelRequest, backend_option, reject_unknown_options
 
 
 def cut_at_stop(text: str, stops: list[str]) -> tuple[str, bool]:

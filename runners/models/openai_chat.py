@@ -12,8 +12,9 @@ import time
 
 from toolbench_adapter.errors import InputError
 
+from ..failures import CONTEXT_LENGTH, MODEL_ENDPOINT
 from . import constrain
-from .base import CONTEXT_LENGTH, MODEL_ENDPOINT, Completion, ModelRequest, reject_unknown_options
+from .base import Completion, ModelRequest, reject_unknown_options
 from .openai_http import (
     DEFAULT_BASE_URL,
     ContextLengthExceeded,
@@ -109,7 +110,7 @@ class OpenAIChatBackend:
         # --constrain schema: which structured-output fields the endpoint takes (constrain.py; auto: from GET /models)
         self.structured = constrain.flavour_option(structured)
         # a JSON response mode for every request (json_object, or a response_format object); never with native
-        # tools (runners/structured.py refuses that pair before any query runs)
+        # tools (runners/search/structured.py refuses that pair before any query runs)
         self.response_format = response_format_option(response_format)
 
     @property

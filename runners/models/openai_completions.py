@@ -19,8 +19,9 @@ from toolbench_adapter.protocol.react import (
     VLLM_TRUNCATE_PROMPT_TOKENS,
 )
 
+from ..failures import CONTEXT_LENGTH, MODEL_ENDPOINT
 from . import constrain
-from .base import CONTEXT_LENGTH, MODEL_ENDPOINT, Completion, ModelRequest, backend_option, reject_unknown_options
+from .base import Completion, ModelRequest, backend_option, reject_unknown_options
 from .openai_http import (
     DEFAULT_BASE_URL,
     ContextLengthExceeded,

@@ -22,7 +22,8 @@ from pathlib import Path
 
 from toolbench_adapter.errors import InputError
 
-from .base import REPLAY_GAP, Completion, ModelRequest, reject_unknown_options
+from ..failures import REPLAY_GAP
+from .base import Completion, ModelRequest, reject_unknown_options
 from .recorded_turns import Turn, TurnKey, index_turns, turn_trees
 
 KEY_FIELDS = ("group", "query_id", "method", "path", "attempt")

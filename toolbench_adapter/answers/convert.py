@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import fileio
 from ..errors import InputError
 from ..fileio import read_json
 from ..protocol.evaluation import CONVERTER_SEED, NODE_ACTION, NODE_ACTION_INPUT, NODE_THOUGHT
@@ -337,8 +336,4 @@ def methods_found(answer_dir: str | Path | list[str | Path]) -> list[str]:
     """The methods (file-name tails, e.g. CoT@1) of the answer files in a folder, for error messages."""
     return sorted({split_file_name(p.name)[1] for p in answer_files_for(answer_dir)})
 
-
-def write_json_atomic(data: Any, out: str | Path, indent: int | None = None) -> Path:
-    """Converted files as upstream writes them (no indent by default)."""
-    return fileio.write_json_atomic(out, data, indent=indent)
 

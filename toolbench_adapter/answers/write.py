@@ -1,14 +1,12 @@
 """Answer files in the upstream raw format (§8 of the reference): what upstream tools read.
 
 Built from plain data (node JSON, message lists), so this module knows nothing about how a run went;
-runners/ assembles the pieces. Files are written atomically (temp file + rename)."""
+runners/ assembles the pieces and writes them with fileio.write_json_atomic (atomic, fsynced)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
-
-from ..fileio import write_json_atomic as _write_json
 
 
 def answer_generation(*, valid: bool, final_answer: str, functions: list[dict], query_count: int,
@@ -56,6 +54,3 @@ def answer_path(out_dir: str | Path, group: str, query_id: int, method: str) -> 
     return Path(out_dir) / group / f"{query_id}_{method}.json"
 
 
-def write_json_atomic(path: str | Path, data: Any, indent: int | None = 2) -> None:
-    """Answer files: atomic and fsynced (resume trusts that a file on disk is whole)."""
-    _write_json(path, data, indent=indent, fsync=True)

@@ -361,7 +361,7 @@ def folder_id(run_dir: Path, identity: JudgeIdentity) -> str:
 class EvaluationWriter:
     """Stages one evaluation (``eval_dir``, ``tables_dir``: where its files go while it runs) and moves it into
     place when it ends (``finish``); ``discard`` removes what a failed or killed evaluation staged. The caller
-    holds the evaluation's lock (runners/evaluate.py: one writer per evaluation folder)."""
+    holds the evaluation's lock (runners/judging/evaluate.py: one writer per evaluation folder)."""
 
     def __init__(self, run_dir: str | Path, identity: JudgeIdentity, *, requested_mode: str, mode_choice: str,
                  command: str | None = None):

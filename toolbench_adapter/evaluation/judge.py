@@ -38,7 +38,7 @@ from .labels import Label
 from .preflight import PREFLIGHT_PROMPT
 from .steps import ends_with_finish, get_steps
 
-# the failure a forced tool call together with a JSON response mode causes (runners/structured.py says it too)
+# the failure a forced tool call together with a JSON response mode causes (runners/search/structured.py says it too)
 TRAP = ("native tools together with a JSON response mode: the model then answers in JSON instead of calling the "
         "tool (it skips the tool call)")
 

@@ -80,7 +80,7 @@ def judge_converted(converted: dict[str, Any], judge: FunctionJudge, *, evaluate
                     cache: JudgementCache | None = None, progress: bool = True,
                     executor: JudgeExecutor | None = None) -> JudgeRun:
     """``executor`` judges the answers the cache does not hold: ``concurrency`` threads of this process by
-    default, or e.g. runners/judge_ray.py's Ray tasks; the labels are the same either way."""
+    default, or e.g. runners/judging/judge_ray.py's Ray tasks; the labels are the same either way."""
     run = JudgeRun()
     wanted = set(test_ids) if test_ids is not None else None
     selected = {}

@@ -27,10 +27,8 @@ from ..evaluation.paired import mcnemar_exact, paired_bootstrap
 from ..evaluation.storage import read_label_file
 from ..fileio import read_json, write_text_atomic
 from ..protocol.env import STATUS_NAMES
+from ..runfolder import FANOUT, MANIFEST, STEPS
 
-MANIFEST = "manifest.json"
-FANOUT = "fanout.json"
-STEPS = "steps.jsonl"
 PASS_THRESHOLD = 0.5  # a query passes when its mean label points exceed this
 # what makes two step records "the same step": the rung tells whether the parser decoded the arguments
 # (react-find and react-robust both flag trailing text; only one of them reads the JSON before it)

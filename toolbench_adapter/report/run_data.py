@@ -25,14 +25,11 @@ from ..evaluation.results import ScoreRow, is_score_file, read_score_file, rows_
 from ..evaluation.storage import is_preference_file, read_label_file
 from ..parsers import get_parser
 from ..queries import GROUPS, is_group_name
+from ..runfolder import FAILED_DIR, MANIFEST, QUERY_STATS, STEPS
 from . import tables
 from .step_prompts import RECORDED, dialect_of, link_calls, recorded_prompts, render_prompts
 from .trajectories import answer_nodes, attach_parses, attach_records, group_calls, step_counts
 
-MANIFEST = "manifest.json"
-STEPS = "steps.jsonl"
-QUERY_STATS = "queries.jsonl"
-FAILED_DIR = "failed"
 NO_LABEL = "none"  # the filter value of a query nobody judged; the page shows it as "unjudged"
 FINISHED, INFRA_FAILURE, UNKNOWN = "finished", "infra_failure", "unknown"
 

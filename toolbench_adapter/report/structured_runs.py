@@ -19,11 +19,11 @@ from pathlib import Path
 from ..errors import InputError
 from ..evaluation.counts import read_query_lines
 from ..fileio import read_json, write_text_atomic
+from ..runfolder import MANIFEST, QUERY_STATS
 from ..structured.describe import is_upstream, policy_of
 from ..structured.rates import turn_figures
-from .parser_runs import MANIFEST, RunComparison, RunVariant, compare_runs, text_lines, write_run_comparison
+from .parser_runs import RunComparison, RunVariant, compare_runs, text_lines, write_run_comparison
 
-QUERY_STATS = "queries.jsonl"
 BASELINE_DIALECT = "toolllama"
 
 

@@ -21,9 +21,9 @@ from ..evaluation.counts import Counts, run_counts
 from ..parsers.schema import VIOLATION_KINDS
 from ..protocol.env import STATUS_NAMES
 from ..queries import GROUPS
+from ..runfolder import STEPS as STEPS_FILE
 from ..structured.rates import TurnFigures, is_reask, turn_figures
 
-STEPS_FILE = "steps.jsonl"
 NO_CALL = "no call"
 
 

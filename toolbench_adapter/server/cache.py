@@ -35,7 +35,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..fileio import output_path_error, write_text_atomic
+from ..fileio import output_path_error, write_json_atomic
 from .names import SIMULATED_DIR, ApiKey
 
 try:
@@ -218,7 +218,7 @@ class _Store:
                     self.signatures[rel] = signature
                 merged = {**merged, key: value}
                 self.entries[rel] = merged  # served from memory even if the write below fails
-                write_json_atomic(path, merged, self.root)
+                write_cache_file(path, merged, self.root)
                 self.signatures[rel] = _signature(path)
                 self.files.add(rel)
                 return True
@@ -232,13 +232,14 @@ def _merged(disk: dict, memory: dict) -> dict:
     return merged
 
 
-def write_json_atomic(path: Path, data: Any, root: Path) -> None:
-    """temp file in the same folder + os.replace (fileio): readers see the old file or the new one, never half."""
+def write_cache_file(path: Path, data: Any, root: Path) -> None:
+    """A cache file, only inside the cache folder, written by fileio.write_json_atomic (readers see the old file
+    or the new one, never half)."""
     resolved_root = root.resolve()
     target = path.resolve()
     if resolved_root not in target.parents:
         raise ValueError(f"refusing to write {target}: outside {resolved_root}")
-    write_text_atomic(target, json.dumps(data, indent=2, ensure_ascii=False))
+    write_json_atomic(target, data, indent=2, ensure_ascii=False)
 
 
 class ResponseCache:

@@ -33,7 +33,7 @@ from ..protocol import env as E
 from ..protocol.functions import FINISH_NAME
 from ..queries import GROUPS
 from ..toolset import Toolset, build_toolset
-from .cache import write_json_atomic
+from .cache import write_cache_file
 from .names import UnsafeName, api_key_for
 
 log = logging.getLogger(__name__)
@@ -375,7 +375,7 @@ class CacheBuilder:
                 if key in merged and merged[key] != value:
                     self.report.conflicts += 1
                 merged.setdefault(key, value)
-            write_json_atomic(path, merged, root)
+            write_cache_file(path, merged, root)
             total += len(merged)
         self.report.entries = total
         self.report.api_files = len(self.entries)

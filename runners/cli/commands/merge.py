@@ -1,0 +1,24 @@
+"""tba merge: join run shards."""
+
+from __future__ import annotations
+
+import json
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("merge", help="join the shards of a run into one run folder",
+                              description="Copies answer files and step records of each shard into OUT "
+                              "(a query present in two shards must be identical), checks that every shard was "
+                              "run with the same settings, and writes one manifest. OUT is built in a hidden "
+                              "folder beside it (.OUT.merging-PID@HOST-*) and renamed into place; one left by a "
+                              "killed merge is removed by the next merge into OUT.")
+    p.add_argument("shards", nargs="+", help="run folders written by tba run --shard i/n")
+    p.add_argument("--out", required=True, help="merged run folder")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from ...execution.merge import merge_runs
+
+    print(json.dumps(merge_runs(args.shards, args.out), indent=2))
+    return 0

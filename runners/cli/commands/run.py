@@ -1,0 +1,239 @@
+"""tba run: queries x method x model x dialect x parser against a tool server."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shlex
+import sys
+from dataclasses import fields
+
+from toolbench_adapter.errors import InputError
+from toolbench_adapter.evaluation.counts import glossary
+from toolbench_adapter.fileio import check_writable
+from toolbench_adapter.structured.describe import policy_text, turns_text
+
+from ...config import RunConfig, load_yaml
+from ._common import parse_options
+
+EPILOG = """\
+examples:
+  tba run --name smol --backend hf                                   # offline default: sample queries, CoT@1
+  tba run --name tl2 --backend openai-completions --base-url http://127.0.0.1:8000/v1 \\
+          --model ToolLLaMA-2-7b-v2 --stb-root ../StableToolBench --groups G1_instruction --method DFS_woFilter_w2
+  tba run --config run.yaml --concurrency 8                          # flags override the file
+
+A run folder results/runs/NAME holds {group}/{query_id}_{method}.json (upstream raw answer format),
+manifest.json, steps.jsonl (one line per environment step: parse error kind, JSON rung, status code, and
+for tool calls the reply kind, HTTP status, attempts and latency), queries.jsonl (outcome, tokens, latency
+per query), errors.jsonl and failed/. Re-running the same command resumes: finished queries are skipped.
+Ctrl-C lets the queries in flight finish and starts no other (a rerun goes on from there); a second Ctrl-C
+stops at once (the queries in flight are then not finished: the rerun redoes them). A run folder holds one
+model, method and set of settings (another is refused, exit 2, also when the model comes from the endpoint),
+and one command at a time: a second command on the same --name exits 2 naming the one that holds it (a lock
+left by a killed command is taken over).
+
+Each query ends either finished (the model's own success or failure; its answer file is written) or as an
+infrastructure failure: model_endpoint (the model endpoint gave up after its retries), tool_server (a tool
+call's reply was a timeout, reset, 5xx, cut or non-JSON body after the client's retries), replay_gap (the
+replay backend had no recorded turn) or harness_error (a Python exception), and a malformed reply from the
+model endpoint is a model_endpoint failure naming the endpoint. A request the endpoint refuses as longer
+than the model's context is the model's limit, not a failure: that chain ends there (as upstream's), the
+query finishes, and the summary counts it (context length). An infrastructure failure
+stops that query at once, writes no answer file (its partial tree goes to failed/{group}/, a line to
+errors.jsonl), and is redone by re-running the same command. After 10 such queries in a row
+(--stop-after-infra-failures) no more are started: the rest are recorded as not started.
+
+The summary at the end counts, over the whole run folder (the same words and numbers as --json, the
+manifest's totals, the error taxonomy and tba report):
+@@COUNTS@@
+--json prints the same totals as one JSON object instead.
+
+Exit status: 0 every query finished; 2 bad input (nothing run); 3 the run folder holds infrastructure
+failures (re-run the same command to redo them); 1 an unexpected error.
+
+The backend brings its natural dialect when --dialect is not given (scripted: openai-tools); a parser
+that cannot read what the backend answers (native tool calls vs text) is refused with exit 2, and so is a
+dialect the backend cannot take (chat messages to openai-completions, a text prompt to openai-chat, native
+tools to hf).
+
+Rate limits are per endpoint and shared by all threads: --backend-option rate_per_s=N for the model
+endpoint (openai-completions, openai-chat), --server-rate N for the tool server.
+
+Several endpoints per role: repeat --base-url (e.g. vLLM data-parallel replicas of one model) or --server;
+each request goes to the endpoint with the fewest in flight, one that fails at the transport level is taken
+out for a while and its request sent to another, and the manifest counts what each endpoint served and how
+each failed (sessions[-1].endpoints). --executor ray runs the queries on Ray worker processes (a cluster
+at --ray-address, or a local one): the same files, the driver keeps the progress bar, manifest and resume."""
+EPILOG = EPILOG.replace("@@COUNTS@@", glossary())
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("run", help="run a model on the benchmark (resumable)", epilog=EPILOG,
+                              description="Run queries through CoT@N or DFS_woFilter_wN and write answer files.",
+                              formatter_class=__import__("argparse").RawDescriptionHelpFormatter)
+    p.add_argument("--config", help="YAML file with run settings (keys as the flags, with underscores)")
+    p.add_argument("--name", help="run name: output goes to OUT_ROOT/NAME (default: default)")
+    p.add_argument("--out-root", help="folder holding runs (default: results/runs)")
+    p.add_argument("--stb-root", help="StableToolBench checkout (default: $TBA_STB_ROOT, else data/sample)")
+    p.add_argument("--tool-root", help="tool environment folder for tool descriptions")
+    p.add_argument("--groups", nargs="+", help="groups to run (default: all of the checkout)")
+    p.add_argument("--query-ids", nargs="+", type=int, help="only these query ids")
+    p.add_argument("--limit", type=int, help="at most N queries per group")
+    p.add_argument("--method", help="CoT@N or DFS_woFilter_wN (default: CoT@1)")
+    p.add_argument("--max-step", type=int, help="depth limit (default 12, as the published numbers; upstream code now 50)")
+    p.add_argument("--max-query-count", type=int, help="DFSDT model-call cap (default 200)")
+    p.add_argument("--backend", help="openai-completions, openai-chat, hf, replay or scripted (default: hf)")
+    p.add_argument("--model", help="model name (served name, or a local folder for hf)")
+    p.add_argument("--base-url", action="append", metavar="URL",
+                   help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1; repeat it for several endpoints "
+                   "serving the same model (requests go to the least busy one)")
+    p.add_argument("--api-key", help="API key for the endpoint (default: none)")
+    p.add_argument("--backend-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="backend setting, e.g. answers=DIR for replay (repeatable)")
+    p.add_argument("--dialect", help="toolllama, openai-tools, json-object, jsonl or hermes (default: the "
+                   "backend's natural dialect, else toolllama)")
+    p.add_argument("--dialect-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="dialect setting, e.g. history=thought, template=chat, prefill='Thought: '")
+    p.add_argument("--parser", help="output parser (default: the dialect's; toolllama: react-find)")
+    p.add_argument("--parsers", metavar="P1,P2,...", help="parser fan-out: one run folder per parser under NAME/, "
+                   "model calls shared while trajectories agree (temperature 0 only); see runners/execution/fanout.py")
+    p.add_argument("--flavour", choices=("legacy", "current"), help="function format (default: current)")
+    p.add_argument("--compat", choices=("stb", "strict"), help="upstream quirks (stb, default) or corrected")
+    p.add_argument("--server", action="append", metavar="URL",
+                   help="tool server /virtual URL (repeat it for several), or 'embedded' (default: start one "
+                   "in-process)")
+    p.add_argument("--simulator", help="embedded server: schema (default), llm, mirrorapi or none")
+    p.add_argument("--cache-dir", help="embedded server: response cache folder (StableToolBench layout)")
+    p.add_argument("--server-rate", type=float, help="tool calls per second across the run (default: unpaced)")
+    p.add_argument("--server-timeout", type=float, help="seconds per tool-server request (default 120)")
+    p.add_argument("--server-attempts", type=int,
+                   help="tries per tool call for timeouts, resets, 5xx and cut bodies (default 3)")
+    p.add_argument("--stop-after-infra-failures", type=int, metavar="N",
+                   help="after N queries in a row end in infrastructure failures (a dead tool server or model "
+                   "endpoint), start no more: the rest are recorded as not started and redone by a rerun "
+                   "(default 10; 0: never stop)")
+    p.add_argument("--max-tokens", type=int, help="generation budget per turn (default 1024)")
+    p.add_argument("--temperature", type=float, help="sampling temperature (default 0)")
+    p.add_argument("--concurrency", type=int, help="queries in flight (default 1)")
+    p.add_argument("--seed", type=int, help="seed for call ids and fallbacks (default 42)")
+    p.add_argument("--shard", help="i/n: run every n-th query starting at the i-th; join with tba merge")
+    p.add_argument("--executor", choices=("threads", "ray"),
+                   help="threads of this process (default) or ray: worker processes of a Ray cluster "
+                   "(pip install -e '.[ray]')")
+    p.add_argument("--ray-address", help="executor ray: the cluster to join, e.g. auto or ray://head:10001 "
+                   "(default: start a local one)")
+    p.add_argument("--constrain", choices=("off", "schema"),
+                   help="structured output, not upstream: schema = constrained decoding, the model can only write the "
+                   "dialect's format with a listed function and arguments that fit its schema (a grammar per query: "
+                   "hf through xgrammar, vLLM's structured outputs, OpenAI's response_format for json-object); "
+                   "a backend that cannot constrain is refused before any query (default: off)")
+    p.add_argument("--on-invalid", metavar="observe|reask:N",
+                   help="a reply with no call, an unknown function or arguments that break the schema: observe "
+                   "(default, upstream: the environment answers it) or reask:N (not upstream: the reply is discarded "
+                   "and the model asked again, at most N times, with a message naming what was wrong and the format "
+                   "expected; then observe). Every call is checked either way: steps.jsonl records its violations")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true", help="print the totals as one JSON object, not as lines")
+    p.set_defaults(func=run)
+
+
+def config_from_args(args) -> RunConfig:
+    settings = load_yaml(args.config) if args.config else {}
+    for f in fields(RunConfig):
+        value = getattr(args, f.name, None)
+        if value is not None and f.name not in ("backend_options", "dialect_options"):
+            settings[f.name] = value
+    if args.backend_option:
+        settings["backend_options"] = {**settings.get("backend_options", {}), **parse_options(args.backend_option)}
+    if args.dialect_option:
+        settings["dialect_options"] = {**settings.get("dialect_options", {}), **parse_options(args.dialect_option)}
+    cfg = RunConfig(**settings)
+    cfg.validate()
+    return cfg
+
+
+def run(args) -> int:
+    from ...execution.runner import Runner
+
+    cfg = config_from_args(args)
+    check_writable(cfg.run_dir)  # an unwritable --out-root is exit 2 before any query is spent
+    redo = "tba " + shlex.join(getattr(args, "argv", None) or ["run", "--name", cfg.name])
+    if getattr(args, "parsers", None):  # the parser fan-out (runners/execution/fanout.py)
+        if cfg.executor != "threads":  # its model calls are shared through one in-process memo
+            raise InputError("the parser fan-out (--parsers) runs on threads only", field="executor",
+                             fix="leave --executor out, or run each parser as its own run")
+        from ...execution.fanout import command
+
+        with stopping_now_exits(redo):
+            return command(cfg, args.parsers, progress=not args.quiet, redo=redo, as_json=args.json)
+    try:
+        runner = Runner(cfg, progress=not args.quiet, command=redo)
+    except (ValueError, TypeError) as exc:
+        raise InputError(str(exc), fix="check --dialect-option / --backend-option names and values") from None
+    with stopping_now_exits(redo):
+        manifest = runner.run()
+    totals = manifest["totals"]
+    if args.json:
+        print(json.dumps({"run": str(cfg.run_dir), **totals, "redo": redo if totals["infra_failures"] else None},
+                         indent=2))
+    else:
+        print("\n".join(summary_lines(manifest, str(cfg.run_dir), redo)))
+    return EXIT_INFRA_FAILURES if totals["infra_failures"] else 0
+
+
+EXIT_INFRA_FAILURES = 3
+EXIT_INTERRUPTED = 130  # as the shell reports a command ended by Ctrl-C
+
+
+@contextlib.contextmanager
+def stopping_now_exits(redo: str):
+    """Ctrl-C: say how to go on. A second Ctrl-C (StopNow, the manifest already written) ends the process at once:
+    a normal exit would wait for the worker threads still in their model or tool calls."""
+    from ...execution.interrupt import StopNow
+
+    try:
+        yield
+    except StopNow as stop:
+        unfinished = getattr(stop, "in_flight", [])
+        print(f"tba run: stopped now; {len(unfinished)} queries in flight were not finished "
+              f"({', '.join(unfinished[:5])}{', ...' if len(unfinished) > 5 else ''}); rerunning the same command "
+              f"redoes them and skips the finished ones: {redo}", file=sys.stderr)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(EXIT_INTERRUPTED)
+    except KeyboardInterrupt:
+        print(f"tba run: interrupted; the finished queries are kept, rerunning the same command goes on: {redo}",
+              file=sys.stderr)
+        raise
+
+
+def summary_lines(manifest: dict, run_dir: str, redo: str) -> list[str]:
+    """A few readable lines: what ran, what finished, what failed and why, where the files are, what next."""
+    totals, session = manifest["totals"], manifest["sessions"][-1]
+    lines = [f"run {run_dir}: {totals['queries']} queries ({session.get('ran', 0)} ran now, "
+             f"{session.get('skipped_as_done', 0)} already done) in {session.get('seconds', 0):.1f} s",
+             f"  finished {totals['finished']}: valid {totals['valid']}, answered {totals['answered']}, "
+             f"win {totals['win']} (not judged yet)"]
+    failures = totals["infra_failures"]
+    if failures:
+        kinds = ", ".join(f"{kind} {n}" for kind, n in totals["infra_failures_by_kind"].items())
+        lines.append(f"  INFRASTRUCTURE FAILURES {failures} ({kinds}): no answer file written; see "
+                     f"{run_dir}/errors.jsonl and {run_dir}/failed/")
+        if session.get("halted"):
+            lines.append(f"  STOPPED EARLY: {session['halted']}")
+        lines.append(f"  redo them (finished queries are skipped): {redo}")
+    else:
+        lines.append("  infrastructure failures 0")
+    if totals.get("context_length"):
+        lines.append(f"  context length {totals['context_length']}: finished queries in which the model endpoint "
+                     "refused a request as longer than the model's context (the chain ended there, as upstream's "
+                     "does; steps.jsonl error context_length)")
+    turns = turns_text(totals)  # every call checked against the function list (toolbench_adapter/structured/)
+    if turns:
+        lines.append(f"  {turns} ({policy_text(manifest.get('config'))}; steps.jsonl: violations)")
+    lines += [f"  files: {run_dir}/{{group}}/{{query_id}}_{{method}}.json, manifest.json, steps.jsonl, queries.jsonl",
+              f"  next: tba evaluate {shlex.quote(run_dir)}" + (" (after the redo, or with --score-anyway)"
+                                                               if failures else "")]
+    return lines

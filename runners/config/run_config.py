@@ -1,0 +1,217 @@
+"""Everything that defines a run, in one dataclass: from flags or a YAML file, recorded in the manifest."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import Field
+
+from toolbench_adapter.compat import Compat
+from toolbench_adapter.errors import InputError
+from toolbench_adapter.structured.policy import reask_limit
+
+from ..search.methods import SearchMethod, parse_method
+from .settings_check import (
+    NO_FLAG,
+    Problem,
+    check_value,
+    field_defaults,
+    flag_for,
+    type_hints,
+    unknown_key_problem,
+)
+
+# types and ranges, checked by runners/config/settings_check.py for config files and flags alike
+Count = Annotated[int, Field(ge=1)]  # a whole number of at least 1
+Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+
+
+@dataclass
+class RunConfig:
+    name: Annotated[str, Field(min_length=1)] = "default"
+    out_root: str = "results/runs"
+    stb_root: str | None = None  # None: $TBA_STB_ROOT, else data/sample
+    tool_root: str | None = None
+    groups: list[str] = field(default_factory=list)  # empty: every group of the checkout
+    query_ids: list[int] = field(default_factory=list)  # empty: every evaluated query
+    limit: Count | None = None  # at most this many queries per group (in file order)
+    method: str = "CoT@1"
+    max_step: Count = 12  # published numbers use 12; STB code now defaults to 50
+    max_query_count: Count = 200  # DFSDT model-call cap
+    backend: str = "hf"
+    model: str | None = None
+    base_url: str | list[str] | None = None  # several: endpoints serving the same model (least busy first)
+    api_key: str | None = None
+    backend_options: dict[str, Any] = field(default_factory=dict)
+    dialect: str | None = None  # None: the backend's natural dialect (scripted: openai-tools), else toolllama
+    dialect_options: dict[str, Any] = field(default_factory=dict)
+    parser: str | None = None  # None: the dialect's default parser
+    flavour: Literal["legacy", "current"] = "current"  # function format sent (and stored); "legacy" = released answer files
+    compat: Literal["stb", "strict"] = "stb"
+    compat_flags: dict[str, bool] = field(default_factory=dict)  # single flags over the mode (toolbench_adapter/compat.py)
+    server: str | list[str] = "embedded"  # /virtual URL(s), or "embedded" (started in-process on a free loopback port)
+    simulator: str = "schema"  # embedded server: what answers cache misses
+    cache_dir: str | None = None  # embedded server: response cache folder
+    server_rate: Seconds | None = None  # calls per second to the tool server (None: unpaced)
+    server_timeout: Seconds = 120.0  # seconds per tool-server request
+    server_attempts: Count = 3  # tries per tool call for transport faults (timeouts, resets, 5xx, cut bodies)
+    # this many queries in a row ending in infrastructure failures (a dead server or endpoint) and the rest
+    # are not started: recorded as failures of that kind, redone by a rerun; 0 never stops
+    stop_after_infra_failures: Annotated[int, Field(ge=0)] = 10
+    max_observation_length: Count = 1024
+    max_tokens: Count = 1024
+    temperature: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 0.0
+    concurrency: Count = 1
+    seed: int = 42
+    shard: str | None = None  # "i/n": this machine runs every n-th query starting at i (1-based)
+    executor: Literal["threads", "ray"] = "threads"  # threads of this process, or ray (runners/execution/executors.py)
+    ray_address: str | None = None  # executor ray: the cluster to join (None: start a local one)
+    # structured output (runners/search/structured.py; neither is upstream): constrained decoding, and what an invalid
+    # reply gets: observe (upstream: the environment answers it) or reask:N (asked again, at most N times)
+    constrain: Literal["off", "schema"] = "off"
+    on_invalid: Annotated[str, Field(min_length=1)] = "observe"
+
+    def __post_init__(self) -> None:
+        # one URL stays a plain string (as flags and config files always gave it); several stay a list
+        for name in ("base_url", "server"):
+            value = getattr(self, name)
+            if isinstance(value, (list, tuple)):
+                setattr(self, name, value[0] if len(value) == 1 else list(value))
+
+    def search_method(self) -> SearchMethod:
+        """The registered search method this run's method string names (runners/search/methods.py); InputError
+        for one no method reads."""
+        return parse_method(self.method)
+
+    def shard_parts(self) -> tuple[int, int] | None:
+        if not self.shard:
+            return None
+        match = re.fullmatch(r"(\d+)/(\d+)", self.shard)
+        if not match or not 1 <= int(match.group(1)) <= int(match.group(2)):
+            raise InputError(f"bad shard {self.shard!r}", field="shard", fix="write i/n with 1 <= i <= n, e.g. 2/4")
+        return int(match.group(1)), int(match.group(2))
+
+    @property
+    def run_dir(self) -> Path:
+        return Path(self.out_root) / self.name
+
+    def validate(self) -> None:
+        """Every setting's type and range, then what the types cannot say (method, shard, compat flags):
+        InputError naming the setting (its flag) and the fix. A config file's own values are checked when it
+        is read (load_yaml), so what fails here came from flags or from code."""
+        problems = settings_problems({f.name: getattr(self, f.name) for f in fields(self)}, in_file=False)
+        if problems:
+            raise problems_error(problems, path=None)
+
+    def check_semantics(self) -> None:
+        """What the types cannot say; raises InputError."""
+        self.search_method()
+        self.shard_parts()
+        reask_limit(self.on_invalid)
+        if isinstance(self.server, list) and "embedded" in self.server:
+            raise InputError("'embedded' cannot be one of several tool servers", field="server",
+                             fix="pass either --server embedded or one --server URL per running server")
+        known_flags = Compat.flag_names()
+        for flag, value in self.compat_flags.items():
+            if flag not in known_flags or not isinstance(value, bool):
+                raise InputError(f"bad compat flag {flag}: {value!r}", field="compat_flags",
+                                 fix=f"map flag names ({', '.join(known_flags)}) to true or false")
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    def compat_settings(self) -> Compat:
+        return Compat.from_mode(self.compat, **self.compat_flags)
+
+    # what must match for two runs (or shards) to be the same run
+    DEFINING = ("method", "max_step", "max_query_count", "backend", "model", "dialect", "dialect_options",
+                "parser", "flavour", "compat", "compat_flags", "simulator", "max_observation_length", "max_tokens",
+                "temperature", "seed", "constrain", "on_invalid")
+    # what a manifest written before a defining setting existed ran with
+    DEFINING_BEFORE = {"compat_flags": {}, "constrain": "off", "on_invalid": "observe"}
+
+    def defining(self) -> dict:
+        return {key: getattr(self, key) for key in self.DEFINING}
+
+    @classmethod
+    def defining_of(cls, config: dict) -> dict:
+        """The defining settings of a recorded config (a manifest written before compat_flags had none)."""
+        return {key: config.get(key, cls.DEFINING_BEFORE.get(key)) for key in cls.DEFINING}
+
+
+# corrected values shown in messages for settings whose default is no example (None, empty)
+EXAMPLES: dict[str, Any] = {
+    "stb_root": "../StableToolBench", "tool_root": "../StableToolBench/toolenv/tools", "groups": ["G1_instruction"],
+    "query_ids": [1, 2], "limit": 10, "model": "ToolLLaMA-2-7b-v2", "base_url": "http://127.0.0.1:8000/v1",
+    "api_key": "EMPTY", "backend_options": {"rate_per_s": 6}, "dialect": "toolllama",
+    "dialect_options": {"history": "thought"}, "parser": "react-find", "compat_flags": {"dfs_no_give_up_answer": True},
+    "cache_dir": "results/cache/tools", "server_rate": 8, "shard": "1/4", "ray_address": "auto",
+    "temperature": 0, "stop_after_infra_failures": 10, "on_invalid": "reask:2",
+}
+EXPECTED = {"compat_flags": "a mapping of compat flag names to true or false",
+            "method": "CoT@N or DFS_woFilter_wN", "shard": "i/n with 1 <= i <= n",
+            "on_invalid": "observe or reask:N"}
+
+
+def settings_problems(settings: dict[str, Any], in_file: bool) -> list[Problem]:
+    """Every problem with these settings (unknown names, types, ranges, then method / shard / compat flags)."""
+    hints = type_hints(RunConfig)
+    known = list(hints)
+    defaults = field_defaults(RunConfig)
+    problems = [unknown_key_problem(str(key), known) for key in settings if key not in hints]
+    for name, value in settings.items():
+        if name in hints:
+            problem = check_value(name, hints[name], value, default=defaults[name], examples=EXAMPLES,
+                                  expected=EXPECTED, in_file=in_file)
+            if problem is not None:
+                problems.append(problem)
+    if problems:
+        return problems
+    try:  # the types are right: what they cannot say, on a config built from these settings
+        RunConfig(**{k: v for k, v in settings.items() if k in hints}).check_semantics()
+    except InputError as exc:
+        problems.append(Problem(exc.field or "", exc.problem, exc.fix))
+    return problems
+
+
+def problems_error(problems: list[Problem], path: str | Path | None) -> InputError:
+    """One problem: InputError with its field and fix; several: one message listing each, with its fix."""
+    if len(problems) == 1:
+        problem = problems[0]
+        field_name = problem.field if path is not None else flag_label(problem.field)
+        return InputError(problem.problem, path=path, field=field_name, fix=problem.fix)
+    lines = [f"{len(problems)} settings are wrong:"]
+    for problem in problems:
+        label = problem.field if path is not None else flag_label(problem.field)
+        lines.append(f"  {label}: {problem.problem}" + (f"\n    fix: {problem.fix}" if problem.fix else ""))
+    return InputError("\n".join(lines), path=path)
+
+
+def flag_label(name: str) -> str:
+    """A setting as flags name it (``--temperature``); one without a flag keeps its config-file name."""
+    return name if name in NO_FLAG or not name else f"{name} ({flag_for(name)})"
+
+
+def load_yaml(path: str | Path) -> dict:
+    """A config file's settings, every one checked (names, types, ranges): InputError (exit 2) naming the
+    file, each wrong setting and its fix."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except FileNotFoundError:
+        raise InputError("config file not found", path=path) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read the config file ({exc})", path=path) from None
+    except yaml.YAMLError as exc:
+        raise InputError(f"config file is not valid YAML: {exc}", path=path) from None
+    if not isinstance(data, dict):
+        raise InputError("config file must hold a mapping of run settings", path=path,
+                         fix="write one `setting: value` per line, e.g. concurrency: 4")
+    problems = settings_problems(data, in_file=True)
+    if problems:
+        raise problems_error(problems, path=path)
+    return data

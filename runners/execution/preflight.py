@@ -1,0 +1,107 @@
+"""What a run settles before any query: the backend it asks, the dialect and parser that fit it, and the search
+method; each mismatch refused (InputError, exit 2) before the run spends anything."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from toolbench_adapter.compat import Compat
+from toolbench_adapter.dialects import make_dialect
+from toolbench_adapter.errors import InputError
+
+from ..config import RunConfig
+from ..models import BACKENDS
+from ..models.base import natural_dialect
+from ..search.agent import make_parse, reads_native_calls
+from ..search.methods import SearchLimits, SearchMethod
+from ..search.structured import StructuredOutput, make_structured
+
+DEFAULT_DIALECT = "toolllama"
+
+
+def fit_dialect(cfg: RunConfig, backend: Any) -> RunConfig:
+    """The config with its dialect settled: the one given, else the backend's natural one, else toolllama.
+    A parser that cannot read what the backend answers (native tool calls vs text) is refused here, before
+    the run spends anything: every step would otherwise end as empty_output."""
+    natural = natural_dialect(backend)
+    cfg = replace(cfg, dialect=cfg.dialect or natural or DEFAULT_DIALECT)
+    try:
+        dialect = make_dialect(cfg.dialect, **cfg.dialect_options)
+    except (ValueError, TypeError) as exc:
+        raise InputError(str(exc), field="dialect_options", fix="check --dialect-option names and values") from None
+    check_backend_takes(backend, dialect, cfg.backend)
+    if not natural:
+        return cfg
+    parser = cfg.parser or dialect.default_parser
+    fitting = make_dialect(natural).default_parser
+    if reads_native_calls(parser) == reads_native_calls(fitting):
+        return cfg
+    says = "native tool calls" if reads_native_calls(fitting) else "text"
+    reads = "native tool calls" if reads_native_calls(parser) else "text"
+    name = getattr(backend, "name", cfg.backend)
+    fix = f"pass --dialect {natural} (or leave --dialect out)" if cfg.dialect != natural else ""
+    if cfg.parser:
+        fix += (" and " if fix else "") + f"a parser of {says}, e.g. --parser {fitting} (or leave --parser out)"
+    raise InputError(f"the {name} backend answers with {says} (its dialect: {natural}), but the parser "
+                     f"{parser} of dialect {cfg.dialect} reads {reads}: every step would be unreadable",
+                     field="dialect", fix=fix)
+
+
+def check_backend_takes(backend: Any, dialect: Any, backend_name: str) -> None:
+    """A dialect that renders chat messages needs a backend that accepts them (openai-completions takes a
+    text prompt only), and one that sends native tools needs a backend that passes them to the model (hf has
+    no native tools): otherwise every turn fails the same way, so refuse before the run."""
+    messages, tools = dialect.sends()
+    name = getattr(backend, "name", backend_name)
+    if messages and getattr(backend, "accepts_messages", True) is False:
+        raise InputError(f"the {name} backend takes a text prompt, but the {dialect.name} dialect renders chat "
+                         "messages", field="dialect",
+                         fix="pass --dialect toolllama (a text prompt), or use --backend openai-chat for chat dialects")
+    if not messages and getattr(backend, "accepts_prompt", True) is False:
+        raise InputError(f"the {name} backend takes chat messages, but the {dialect.name} dialect renders a text "
+                         "prompt", field="dialect",
+                         fix="pass --dialect-option template=chat (toolllama over chat) or a chat dialect, or use "
+                         "--backend openai-completions for a text prompt")
+    if tools and getattr(backend, "supports_tools", True) is False:
+        raise InputError(f"the {name} backend has no native tool calls, but the {dialect.name} dialect sends "
+                         "native tools", field="dialect",
+                         fix="pass a text dialect (--dialect toolllama, json-object, jsonl or hermes)")
+
+
+def make_backend(cfg: RunConfig):
+    options = {k: v for k, v in (("model", cfg.model), ("base_url", cfg.base_url), ("api_key", cfg.api_key))
+               if v is not None}
+    return BACKENDS.get(cfg.backend)(**options, **cfg.backend_options)
+
+
+@dataclass
+class RunSetup:
+    """Everything one query needs that the run's settings fix: built once per process (the driver, each Ray
+    worker) from the config and a backend."""
+
+    cfg: RunConfig  # with its dialect settled (fit_dialect)
+    backend: Any
+    compat: Compat
+    dialect: Any
+    parser_name: str
+    parse: Any
+    structured: StructuredOutput | None
+    method: SearchMethod
+    limits: SearchLimits
+
+
+def prepare(cfg: RunConfig, backend: Any) -> RunSetup:
+    """The run's settings checked and settled against its backend (InputError, exit 2, before anything runs)."""
+    cfg.validate()
+    method = cfg.search_method()
+    cfg = fit_dialect(cfg, backend)
+    compat = cfg.compat_settings()
+    dialect = make_dialect(cfg.dialect, **cfg.dialect_options)
+    parser_name = cfg.parser or dialect.default_parser
+    return RunSetup(cfg=cfg, backend=backend, compat=compat, dialect=dialect, parser_name=parser_name,
+                    parse=make_parse(parser_name),
+                    # native tools with a JSON response mode refused; --constrain / --on-invalid (search/structured.py)
+                    structured=make_structured(cfg, backend, dialect), method=method,
+                    limits=SearchLimits(max_step=cfg.max_step, max_query_count=cfg.max_query_count, compat=compat,
+                                        seed=cfg.seed))

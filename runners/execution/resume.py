@@ -1,0 +1,47 @@
+"""Resume: the queries of a run still to do (those without a whole answer file), and the queries.jsonl lines of
+finished queries mended where a kill lost them."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from toolbench_adapter.evaluation.counts import answer_flags
+from toolbench_adapter.queries import Query
+from toolbench_adapter.runfolder import QUERY_STATS, answer_path, is_finished
+
+from ..config import RunConfig, select_queries
+from ..failures import FINISHED_FIELDS
+
+
+def pending(cfg: RunConfig, run_dir: Path, append: Callable[[str, dict], None]) -> tuple[list[Query], int]:
+    """(queries to run, how many selected ones are done); the lost stats lines of done ones appended first."""
+    selected = select_queries(cfg)
+    todo = [q for q in selected if not is_finished(answer_path(run_dir, q.group, q.query_id, cfg.method))]
+    pending_keys = {(q.group, q.query_id) for q in todo}
+    recover_stats(cfg, run_dir, [q for q in selected if (q.group, q.query_id) not in pending_keys], append)
+    return todo, len(selected) - len(todo)
+
+
+def recover_stats(cfg: RunConfig, run_dir: Path, finished: list[Query], append: Callable[[str, dict], None]) -> None:
+    """A finished answer file whose queries.jsonl line was lost (the process killed between the two
+    writes) gets its line back from the file itself, marked ``recovered``: the totals never undercount."""
+    path = run_dir / QUERY_STATS
+    known: set[tuple] = set()
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            with contextlib.suppress(ValueError, KeyError, TypeError):
+                record = json.loads(line)
+                known.add((record["group"], record["query_id"]))
+    for query in finished:
+        if (query.group, query.query_id) in known:
+            continue
+        data = json.loads(answer_path(run_dir, query.group, query.query_id, cfg.method).read_text(encoding="utf-8"))
+        generation = data["answer_generation"]
+        append(QUERY_STATS, {
+            "group": query.group, "query_id": query.query_id, "method": cfg.method,
+            "query_count": generation.get("query_count", 0), "total_tokens": generation.get("total_tokens", 0),
+            "model_seconds": 0.0, "env_seconds": 0.0, "wall_seconds": 0.0, **answer_flags(data),
+            "recovered": True, **FINISHED_FIELDS})

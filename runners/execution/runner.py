@@ -1,0 +1,311 @@
+"""A run: queries x method x model x dialect x parser against a tool server.
+
+Concurrency over queries, resume (finished queries are skipped), atomic files (a run killed at any
+moment loses at most the queries in flight), shards, a progress bar, and a manifest that records
+everything that defines the run plus what it cost.
+
+Every query ends "finished" (the model's own success or failure: an answer file at the upstream path) or
+"infra_failure" (model endpoint, tool server, replay gap, harness error: no answer file, so rerunning the
+same command redoes it; its partial tree goes to failed/). Both are counted and named in the manifest.
+
+The driver's jobs only: the session (lock, preflight, manifest, Ctrl-C), the outcome records shared by every
+query (queries.jsonl, errors.jsonl, steps.jsonl) and the stop after too many infrastructure failures in a row.
+One query is query.py's; what is settled before any query, preflight.py's; the manifest, manifest.py's;
+resume, resume.py's; the run folder's names, toolbench_adapter/runfolder.py's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from toolbench_adapter.errors import InputError
+from toolbench_adapter.fileio import write_json_atomic
+from toolbench_adapter.queries import Query
+from toolbench_adapter.runfolder import (
+    ERRORS,
+    FAILED_DIR,
+    MANIFEST,
+    QUERY_STATS,
+    STEPS,
+    STEPS_DIR,
+    collect_steps,
+    failed_path,
+    remove_empty_dirs,
+    steps_path,
+)
+
+from ..config import RunConfig
+from ..failures import HARNESS_ERROR, InfraFailure
+from .executors import make_executor
+from .interrupt import CtrlC, StopNow
+from .manifest import build_manifest, check_manifest, iso_time
+from .preflight import make_backend, prepare
+from .progress import ProgressTally
+from .query import QueryOutcome, QueryRunner
+from .resume import pending
+from .runlock import RunFolderLock
+
+
+class Runner:
+    def __init__(self, cfg: RunConfig, backend=None, server_url: str | None = None, progress: bool = True,
+                 client_options: dict | None = None, command: str | None = None, executor=None):
+        cfg.validate()
+        cfg.search_method()  # an unknown method: exit 2 before a backend is built
+        setup = prepare(cfg, backend if backend is not None else make_backend(cfg))
+        self.setup = setup
+        self.cfg = cfg = setup.cfg
+        self.backend = setup.backend
+        self.compat = setup.compat
+        self.dialect = setup.dialect
+        self.parser_name = setup.parser_name
+        self.parse = setup.parse
+        self.structured = setup.structured  # --constrain / --on-invalid (search/structured.py); None: as upstream
+        self.method = setup.method
+        self.server_url = server_url
+        # tool-server client settings beyond the config's (tests: a short backoff)
+        self.client_options = {"timeout_s": cfg.server_timeout, "attempts": cfg.server_attempts,
+                               **(client_options or {})}
+        self.progress = progress
+        self.command = command  # the command line that started this session (the manifest keeps it: redo hint)
+        # how queries are spread (execution/executors.py): threads here, or Ray workers; made now so a missing
+        # extra is exit 2 before anything is written
+        self.executor = executor if executor is not None else make_executor(cfg)
+        self.run_dir = cfg.run_dir
+        self.queries = QueryRunner(setup, self.run_dir, record_outcome=self.record_outcome,
+                                   publish_steps=self.publish_steps)
+        self._lock = threading.Lock()
+        # set when too many queries in a row failed for infrastructure reasons: queries not yet started are
+        # then recorded as failures of that kind without a model or tool call (a dead server costs nothing more)
+        self.halt: InfraFailure | None = None
+        self._streak = 0
+        self.stopping = False  # set by a first Ctrl-C: queries not started yet are skipped (not recorded)
+
+    # -- the tool server ------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def tool_server(self):
+        if self.server_url:
+            yield self.server_url
+            return
+        if self.cfg.server != "embedded":
+            yield self.cfg.server
+            return
+        from toolbench_adapter.queries import resolve_root
+        from toolbench_adapter.server.app import ServerConfig, build_virtual_server, create_app
+        from toolbench_adapter.server.runner import EmbeddedServer
+
+        server = build_virtual_server(ServerConfig(
+            cache_dir=self.cfg.cache_dir, tools_dir=self.cfg.tool_root, stb_root=resolve_root(self.cfg.stb_root),
+            simulator=self.cfg.simulator, save=self.cfg.cache_dir is not None, compat=self.compat))
+        with EmbeddedServer(create_app(server)) as embedded:
+            yield embedded.url
+
+    # -- one query --------------------------------------------------------------------------------------
+    def run_query(self, query: Query, client, on_call=None) -> QueryOutcome | None:
+        """Run one query and write its files (query.py); never raises. None: not started, because a Ctrl-C came
+        first (nothing recorded; a rerun runs it)."""
+        if self.stopping:
+            return None
+        if self.halt is not None:
+            return self.not_started(query)
+        return self.queries.run_query(query, client, on_call)
+
+    def failed_path(self, group: str, query_id: int) -> Path:
+        return failed_path(self.run_dir, group, query_id, self.cfg.method)
+
+    def steps_path(self, group: str, query_id: int) -> Path:
+        return steps_path(self.run_dir, group, query_id, self.cfg.method)
+
+    def publish_steps_of(self, group: str, query_id: int) -> None:
+        """The driver's share under Ray: a worker wrote the query's step file, the driver appends it."""
+        with contextlib.suppress(FileNotFoundError):
+            self.publish_steps(self.steps_path(group, query_id).read_text(encoding="utf-8"))
+
+    def publish_steps(self, text: str) -> None:
+        """A query's step records appended to steps.jsonl as it ends, in one write: a run killed at any moment
+        leaves every ended query's records readable there. The end of the run rewrites the file in a stable
+        order, and a resumed run first rebuilds it from the per-query files (no line twice, none torn)."""
+        if not text:
+            return
+        data = text.encode("utf-8")
+        with self._lock:
+            fd = os.open(self.run_dir / STEPS, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
+            try:
+                while data:
+                    data = data[os.write(fd, data):]
+            finally:
+                os.close(fd)
+
+    # -- the whole run -----------------------------------------------------------------------------------
+    def pending(self) -> tuple[list[Query], int]:
+        return pending(self.cfg, self.run_dir, self._append)
+
+    def effective_model(self) -> str:
+        """The model this run asks: --model, else the name the backend settled on (the one the endpoint serves,
+        adopted by the preflight), else the backend's name."""
+        return (self.cfg.model or getattr(self.backend, "model", None) or getattr(self.backend, "model_name", None)
+                or self.cfg.backend)
+
+    def check_manifest(self, model: str | None = None) -> dict | None:
+        return check_manifest(self.run_dir, self.cfg, model)
+
+    def _manifest(self, previous: dict | None, **session: Any) -> dict:
+        return build_manifest(self, previous, **session)
+
+    def run(self) -> dict:
+        """Run the pending queries, holding the run folder's lock (another command writing the folder: exit 2
+        naming it). Ctrl-C: no query starts, those in flight finish, the session is recorded as interrupted;
+        a second Ctrl-C raises StopNow at once (the queries in flight recorded as not finished)."""
+        with RunFolderLock(self.run_dir, self.command):
+            return self._run()
+
+    def _run(self) -> dict:
+        self.check_manifest(self.cfg.model)  # the settings, before any endpoint is asked
+        self.backend.preflight()
+        if self.structured is not None:  # a backend that cannot constrain: exit 2 before any query
+            self.structured.check_backend(self.backend)
+        previous = self.check_manifest(self.effective_model())  # the model the endpoint serves, now known
+        todo, done_before = self.pending()
+        # steps.jsonl from the per-query files of what stays (an interrupted session's appends may be torn or
+        # repeat a query that runs again): this session appends each query's records as it ends
+        if (self.run_dir / STEPS_DIR).is_dir():
+            collect_steps(self.run_dir, skip={self.steps_path(q.group, q.query_id) for q in todo})
+        started = time.time()
+        manifest = self._manifest(previous, started=started)
+        manifest["sessions"][-1].update(queries_selected=len(todo) + done_before, queries_to_run=len(todo))
+        outcomes: list[QueryOutcome] = []
+        tally = ProgressTally()  # the bar's counts, kept as outcomes arrive (not recounted: O(n) per query)
+        bar = tqdm(total=len(todo), desc=f"{self.cfg.name} {self.cfg.method}", unit="query",
+                   disable=not self.progress, dynamic_ncols=True)
+        with self.tool_server() as url:
+            from toolbench_adapter.server.client import ServerClient
+
+            client = ServerClient(url, rate_per_s=self.cfg.server_rate, **self.client_options)
+            stream = None
+            try:
+                client.preflight()  # every --server URL answers /virtual, or exit 2 naming it, before any query
+                # the session is recorded only now: a refused preflight leaves no session that reads as interrupted
+                try:
+                    write_json_atomic(self.run_dir / MANIFEST, manifest, fsync=True)
+                except OSError as exc:  # a file in the way, a read-only place: say so before any query runs
+                    raise InputError(f"cannot write the run folder ({exc.strerror or exc})", path=self.run_dir,
+                                     fix="choose a writable --out-root, or another --name") from None
+                with CtrlC(lambda: len(self.executor.in_flight()), self._stop_starting) as ctrl_c:
+                    stream = self.executor.map(self, todo, client)
+                    for query, outcome in stream:
+                        if outcome is None:  # not started: Ctrl-C came first
+                            continue
+                        # run_query records its own outcome and exceptions, unless writing that record failed too
+                        # (or the executor lost the query: a Ray worker that died more often than its retries)
+                        if not isinstance(outcome, QueryOutcome):
+                            outcome = self._unrecorded_failure(query, outcome)
+                            self.record_outcome(outcome.stats, outcome.failure)
+                        outcomes.append(outcome)
+                        tally.add(outcome)
+                        bar.update(1)
+                        bar.set_postfix_str(tally.text(), refresh=False)
+                if ctrl_c.pressed:  # the queries in flight have finished: the session ends as interrupted
+                    raise KeyboardInterrupt
+                endpoints = self.executor.endpoint_stats(self, client)  # requests served / failed per endpoint
+            except KeyboardInterrupt as exc:
+                bar.close()
+                self._record_interruption(manifest, exc, outcomes, todo, done_before, started)
+                raise
+            finally:
+                bar.close()
+                if stream is not None:
+                    stream.close()  # after a second Ctrl-C: lets go of the queries in flight without waiting
+                client.close()
+        collect_steps(self.run_dir)
+        remove_empty_dirs(self.run_dir / FAILED_DIR)  # redone failures leave their folders behind
+        manifest = self._manifest(manifest, finished=time.time(), outcomes=outcomes, skipped=done_before,
+                                  seconds=time.time() - started)
+        manifest["sessions"][-1].update(executor=self.executor.name, endpoints=endpoints)
+        if self.halt is not None:
+            manifest["sessions"][-1]["halted"] = (
+                f"{sum(bool(o.stats.get('not_started')) for o in outcomes)} queries not started after "
+                f"{self.cfg.stop_after_infra_failures} in a row failed ({self.halt.kind}); "
+                f"--stop-after-infra-failures sets the limit")
+        write_json_atomic(self.run_dir / MANIFEST, manifest, fsync=True)
+        return manifest
+
+    def _stop_starting(self) -> None:
+        """The first Ctrl-C: no query starts from now on (threads skip them, ray dispatches no more)."""
+        self.stopping = True
+
+    def _record_interruption(self, manifest: dict, exc: KeyboardInterrupt, outcomes: list[QueryOutcome],
+                             todo: list[Query], skipped: int, started: float) -> None:
+        """Ctrl-C: the session gets ``interrupted`` (its time) and no ``finished``, so tba evaluate reads the run
+        as interrupted; its counts so far and the totals are recorded. After a second Ctrl-C (StopNow) the
+        queries still in flight are named in ``not_finished``: no answer file, so a rerun redoes them."""
+        stop_now = isinstance(exc, StopNow)
+        in_flight = [f"{q.group}/{q.query_id}" for q in self.executor.in_flight()] if stop_now else []
+        if stop_now:
+            exc.in_flight = in_flight
+        else:  # the files are whole: steps.jsonl in its stable order (a stop now leaves the appended one)
+            collect_steps(self.run_dir)
+        now = time.time()
+        manifest = self._manifest(manifest, ended=now, outcomes=outcomes, skipped=skipped, seconds=now - started)
+        manifest["sessions"][-1].update(
+            interrupted=iso_time(now), stopped_now=stop_now, not_finished=in_flight,
+            not_started=max(0, len(todo) - len(outcomes) - len(in_flight)), executor=self.executor.name)
+        write_json_atomic(self.run_dir / MANIFEST, manifest, fsync=True)
+
+    def _unrecorded_failure(self, query: Query, exc: Exception) -> QueryOutcome:
+        return self._empty_failure(query, InfraFailure(HARNESS_ERROR, f"{type(exc).__name__}: {exc}"))
+
+    def _empty_failure(self, query: Query, failure: InfraFailure, **extra: Any) -> QueryOutcome:
+        """The outcome of a query that left no tree behind (nothing ran, or its record could not be written)."""
+        stats = {"group": query.group, "query_id": query.query_id, "method": self.cfg.method, "query_count": 0,
+                 "total_tokens": 0, "model_seconds": 0.0, "env_seconds": 0.0, "wall_seconds": 0.0, "win": False,
+                 "valid_data": False, "answered": False, **failure.as_fields(), **extra}
+        return QueryOutcome(query.group, query.query_id, failure=failure, stats=stats)
+
+    def not_started(self, query: Query) -> QueryOutcome:
+        """A query the run did not start after it stopped early; recorded (queries.jsonl, errors.jsonl) so that
+        the summary counts it and a rerun of the same command redoes it."""
+        outcome = self._empty_failure(query, self.halt, not_started=True)
+        self.record_outcome(outcome.stats, outcome.failure)
+        return outcome
+
+    def _watch_streak(self, stats: dict, failure: InfraFailure | None) -> None:
+        """Count queries in a row that ended in infrastructure failures; past the limit, start no more. Called
+        as each outcome is recorded (in the worker thread, or in the Ray driver), so no query starts after the
+        one that reached the limit was recorded."""
+        if failure is None:
+            self._streak = 0
+            return
+        if stats.get("not_started"):
+            return
+        self._streak += 1
+        limit = self.cfg.stop_after_infra_failures
+        if limit and self._streak >= limit and self.halt is None:
+            self.halt = InfraFailure(failure.kind, f"not started: {self._streak} queries in a row ended in "
+                                                   f"infrastructure failures (last: {failure.kind}: {failure.detail})")
+            tqdm.write(f"tba run: {self._streak} queries in a row failed ({failure.kind}): starting no more "
+                       "queries; fix the cause and rerun the same command", file=sys.stderr)
+
+    def record_outcome(self, stats: dict, failure: InfraFailure | None) -> None:
+        """queries.jsonl gets every query's line; errors.jsonl every infrastructure failure's."""
+        with self._lock:
+            self._watch_streak(stats, failure)
+        self._append(QUERY_STATS, stats)
+        if failure is not None:
+            self._append(ERRORS, {**{k: stats[k] for k in ("group", "query_id", "method")},
+                                  **failure.as_fields(), "time": iso_time(time.time()),
+                                  "partial": str(self.failed_path(stats["group"], stats["query_id"]))})
+
+    def _append(self, name: str, record: dict) -> None:
+        with self._lock:
+            path = self.run_dir / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with open(path, "a", encoding="utf-8") as handle:
+                handle.write(json.dumps(record) + "\n")

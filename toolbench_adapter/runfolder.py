@@ -1,0 +1,88 @@
+"""The layout of a run folder, in one place: what `tba run` writes and every reader finds there.
+
+``{run}/``: ``manifest.json`` (settings, sessions, totals), ``{group}/{qid}_{method}.json`` (answer files:
+a query that has one is finished), ``steps/{group}/{qid}_{method}.jsonl`` (each query's step records) joined
+into ``steps.jsonl``, ``queries.jsonl`` (one line per query: outcome and cost), ``errors.jsonl`` (one line per
+infrastructure failure) and ``failed/{group}/{qid}_{method}.json`` (the partial tree of an infra-failed query).
+
+The run (runners/execution), evaluation, merge, fan-out, replay and the report read these names from here;
+none of them imports another's driver to learn them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import statistics
+from pathlib import Path
+
+from .answers.write import answer_path
+from .evaluation.counts import INFRA_FAILURE, QUERY_LINES, count, read_query_lines
+from .fileio import write_text_atomic
+from .structured.rates import total_stats
+
+MANIFEST = "manifest.json"
+STEPS = "steps.jsonl"
+STEPS_DIR = "steps"
+QUERY_STATS = QUERY_LINES  # "queries.jsonl"
+ERRORS = "errors.jsonl"
+FAILED_DIR = "failed"  # failed/{group}/{query_id}_{method}.json: the partial tree of an infra-failed query
+FANOUT = "fanout.json"  # at the root of a parser fan-out set (one run folder per parser): variants, call counts
+
+__all__ = ["ERRORS", "FAILED_DIR", "FANOUT", "MANIFEST", "QUERY_STATS", "STEPS", "STEPS_DIR", "answer_path", "collect_steps",
+           "failed_path", "is_finished", "remove_empty_dirs", "steps_path", "summarize"]
+
+
+def failed_path(run_dir: str | Path, group: str, query_id: int, method: str) -> Path:
+    return Path(run_dir) / FAILED_DIR / group / f"{query_id}_{method}.json"
+
+
+def steps_path(run_dir: str | Path, group: str, query_id: int, method: str) -> Path:
+    return Path(run_dir) / STEPS_DIR / group / f"{query_id}_{method}.jsonl"
+
+
+def is_finished(path: Path) -> bool:
+    """An answer file counts as finished when it parses: files are written whole or not at all."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return "answer_generation" in json.load(handle)
+    except (OSError, ValueError):
+        return False
+
+
+def summarize(run_dir: Path, method: str) -> dict:
+    """Totals over every query stats line of the run (all sessions), latest line per query wins: a query
+    that failed and was redone counts once, as what it is now. valid / answered / win count finished
+    queries only; model calls and tokens count every query's latest attempt (what it cost)."""
+    records = read_query_lines(Path(run_dir) / QUERY_STATS)
+    model_s = [r["model_seconds"] / r["query_count"] for r in records if r.get("query_count")]
+    return {
+        **count(records).as_dict(),  # queries, finished, infra failures, valid, answered, win: counts.py
+        # finished queries in which the endpoint refused a request as longer than the model's context
+        "context_length": sum(bool(r.get("context_length")) for r in records if r.get("outcome") != INFRA_FAILURE),
+        **total_stats(records),  # model turns, valid ones, re-asks
+        "model_calls": sum(r["query_count"] for r in records),
+        "total_tokens": sum(r["total_tokens"] for r in records),
+        "median_model_seconds_per_call": round(statistics.median(model_s), 4) if model_s else None,
+        "median_query_wall_seconds": round(statistics.median([r["wall_seconds"] for r in records]), 4)
+        if records else None,
+    }
+
+
+def collect_steps(run_dir: Path, skip: set[Path] | frozenset = frozenset()) -> Path:
+    """steps.jsonl at the run root: every per-query step file joined (but those in ``skip``), in a stable order."""
+    target = Path(run_dir) / STEPS
+    lines: list[str] = []
+    for path in sorted((Path(run_dir) / STEPS_DIR).glob("*/*.jsonl")):
+        if path in skip:
+            continue
+        lines.extend(line for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
+    write_text_atomic(target, "".join(line + "\n" for line in lines))
+    return target
+
+
+def remove_empty_dirs(root: Path) -> None:
+    """``root`` and its subfolders, where empty (redone failures leave their folders under failed/ behind)."""
+    for folder in sorted(root.glob("*"), reverse=True) + [root]:
+        with contextlib.suppress(OSError):  # not empty, or not there
+            folder.rmdir()
