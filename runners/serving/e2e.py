@@ -218,9 +218,11 @@ def build_parser() -> argparse.ArgumentParser:
                    "a small model) or toolllama (the upstream prompt, for ToolLLaMA-2-7b-v2)")
     p.add_argument("--backends", nargs="+", choices=BACKENDS, default=list(BACKENDS))
     p.add_argument("--methods", nargs="+", default=list(DEFAULT_METHODS))
-    p.add_argument("--constrained-method", default=DEFAULT_CONSTRAINED_METHOD,
+    p.add_argument("--constrained-method",
                    help="one more run per backend with this method, --constrain schema (the engine's structured "
-                   "outputs: vLLM's grammar) and its judge with --judge-constrain (default %(default)s; '' for none)")
+                   "outputs: vLLM's grammar) and its judge with --judge-constrain (default: "
+                   f"{DEFAULT_CONSTRAINED_METHOD} when this command starts vLLM, none otherwise, since other "
+                   "engines may not constrain; '' for none)")
     p.add_argument("--groups", nargs="+", default=list(DEFAULT_GROUPS))
     p.add_argument("--limit", type=int, default=1, help="queries per group (default 1: 3 groups -> 3 per method)")
     p.add_argument("--stb-root", help="StableToolBench checkout (default: the sample set in data/sample)")
@@ -248,6 +250,9 @@ def model_folder(args) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.constrained_method is None:  # only the vLLM this command starts is known to take structured outputs
+        started_vllm = args.engine == "vllm" and not (args.base_url or args.engine_command)
+        args.constrained_method = DEFAULT_CONSTRAINED_METHOD if started_vllm else ""
     stamp = time.strftime("%Y%m%d-%H%M%S")
     label = "external" if args.base_url else "command" if args.engine_command else args.engine
     out_dir = (PROJECT_ROOT / args.out / f"{label}-{stamp}").resolve()
