@@ -83,3 +83,21 @@ def test_half_way_figures_follow_either_rounding_rule():
     sopr = published.load_published("stb-gpt-cache-sopr")[0]
     checks = {c.row.name: c for c in published.check_averages(sopr)}
     assert checks["GPT-3.5-Turbo-1106 (DFS)"].mark == published.FOLLOWS  # 62.15 printed 62.2: half up
+
+
+def test_the_full_output_names_every_average_not_simply_from_its_cells(tmp_path, capsys, monkeypatch):
+    from tests.test_reproduce import per_model_set
+
+    monkeypatch.delenv("TBA_STB_ROOT", raising=False)
+    labels, _ids = per_model_set(tmp_path)  # my_model: G1_instruction 50.0±0.0, the rest 100.0±0.0
+    path = tmp_path / "t.md"
+    path.write_text(HEADER + "| my_model | 50.0±0.0 | " + "100.0±0.0 | " * 5 + "91.7±0.0 |\n"
+                    "| Near | 10.0 | 10.0 | 10.0 | 10.0 | 10.0 | 10.2 | 10.1 |\n"  # 10.033 printed 10.1
+                    "| Wrong | 10.0 | 10.0 | 10.0 | 10.0 | 10.0 | 10.2 | 12.0 |\n")
+    assert main(["reproduce", "--labels", str(labels), "--published", str(path)]) == 0
+    averages = capsys.readouterr().out.split("Averages of ")[1]
+    assert "2 of 3 printed Averages follow from their six cells (1 only within rounding), 1 do not" in averages
+    near = _line(averages, "Near")  # counted "only within rounding", so named too
+    assert "printed 10.1" in near and "within rounding: not the six rounded cells" in near
+    assert "DOES NOT FOLLOW" in _line(averages, "Wrong")
+    assert "my_model" not in averages  # an Average that simply follows its cells is only counted

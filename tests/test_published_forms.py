@@ -4,15 +4,21 @@ nowhere named, and the exit status."""
 
 from __future__ import annotations
 
+import csv
+import io
+import re
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from runners.cli import main
+from tests.test_reproduce import per_model_set
 from toolbench_adapter.errors import InputError
 from toolbench_adapter.evaluation import published
 from toolbench_adapter.evaluation.published_cells import EMPTY, NUMBER, TEXT, clean, parse_cell, read
 from toolbench_adapter.evaluation.published_columns import column_key, place
+from toolbench_adapter.evaluation.published_markdown import split_cells
 
 # ---- one cell ------------------------------------------------------------------------------------------
 
@@ -265,3 +271,94 @@ def test_exit_2_only_when_the_file_holds_no_readable_table(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "no readable published table" in err and "no column names a group or the Average" in err
     assert main(["reproduce", "--published", str(_write(tmp_path, "ok.md", TWO_TABLES)), "--check-only"]) == 0
+
+
+def test_with_labels_cells_that_differ_exit_0_and_no_readable_table_exits_2(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("TBA_STB_ROOT", raising=False)
+    labels, _ids = per_model_set(tmp_path)  # my_model: G1_instruction 50.0±0.0
+    wrong = _write(tmp_path, "wrong.md", "| Model | I1 Inst |\n|---|---|\n| my_model | 60.0±0.0 |\n")
+    assert main(["reproduce", "--labels", str(labels), "--published", str(wrong)]) == 0  # a finding
+    assert "0 of 1 published cells reproduced exactly, 0 within rounding, 1 differ" in capsys.readouterr().out
+    notes = _write(tmp_path, "notes.md", "# Notes\n\n| a | b |\n|---|---|\n| x | y |\n")
+    assert main(["reproduce", "--labels", str(labels), "--published", str(notes)]) == 2
+    assert "no readable published table" in capsys.readouterr().err
+
+
+def test_numbers_in_columns_not_placed_are_in_k_of_m(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("TBA_STB_ROOT", raising=False)
+    labels, _ids = per_model_set(tmp_path)  # my_model: G1_instruction 50.0±0.0, Average 91.7±0.0
+    path = _write(tmp_path, "p.md", "| Model | I1 Inst | I1-Tol. | Avg. Rank | Average | Mean |\n|---|---|---|---|---|---|\n"
+                                    "| my_model | 50.0±0.0 | 100.0±0.0 | 1 | 91.7±0.0 | 91.7 |\n"
+                                    "| Other | 40.0±1.0 | 30.0±1.0 | 2 | 35.0±1.0 | 35.0 |\n")
+    args = ["reproduce", "--labels", str(labels), "--published", str(path)]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "'I1-Tol.' (unknown words: tol; 2 numeric cells not compared)" in out
+    assert "'Mean' (a second Average column; the first is read; 2 numeric cells not compared)" in out
+    assert "4 numeric cells, 0 not reported, 6 in columns not placed" in out
+    summary = ("2 of 10 published cells reproduced exactly, 0 within rounding, 0 differ, 2 without labels, "
+               "0 not reported, 6 in columns not placed")
+    assert summary in out
+    counts = [int(n) for n in re.findall(r"\d+", summary)]
+    assert counts[1] == counts[0] + sum(counts[2:5]) + counts[6]  # M: every number, exactly once
+    assert main(args + ["--published", str(path)]) == 0  # two tables: the Overall line counts them too
+    assert ("Overall: 4 of 20 published cells reproduced exactly, 0 within rounding, 0 differ, 4 without labels, "
+            "0 not reported, 12 in columns not placed") in capsys.readouterr().out
+
+
+def test_the_metric_of_a_fac_heading_shown_as_printed(tmp_path):
+    fac = published.read_table(_write(tmp_path, "f.md", "### Final Answer Completeness (FAC, %)\n\n"
+                                                        "| Model | I1 Ins. | Avg |\n|---|---|---|\n| A | 50.0 | 50.0 |\n"))
+    assert (fac.metric, fac.metric_source) == ("FAC", "the heading 'Final Answer Completeness (FAC, %)'")
+    tex = ("\\begin{table}\\caption{Solvable pass rate (SoPR, \\%) on StableToolBench.}\n\\begin{tabular}{lc}\n"
+           "Model & I1-Inst. \\\\ \\midrule A & 60.7 \\\\\n\\end{tabular}\\end{table}\n")
+    table = published.read_table(_write(tmp_path, "c.tex", tex))
+    assert (table.metric, table.metric_source) == ("SoPR", "caption 'Solvable pass rate (SoPR, %) on StableToolBench.'")
+
+
+def _restyled(rows: list[list[str]], header: list[str]) -> tuple[str, str, str]:
+    """StableToolBench's table as a paper would print it: Markdown with the best cell of each column bold and the
+    second italic, a link and a dagger on names; the same as a LaTeX tabular (\\textbf, \\underline, $\\pm$,
+    rules) and as CSV."""
+    means = [[float(cell.split("±")[0]) for cell in row[1:]] for row in rows]
+    ranks = [sorted({m[c] for m in means}, reverse=True) for c in range(len(header) - 1)]
+
+    def rank(r: int, c: int) -> int:
+        return ranks[c].index(means[r][c])
+
+    md_styles, tex_styles = ["**{}**", "_{}_"], ["\\textbf{{{}}}", "\\underline{{{}}}"]
+    md = ["## Results", "", "**Solvable Pass Rate (%):**", "",
+          "| " + " | ".join(f"**{h}**" for h in header) + " |", "|" + ":---:|" * len(header)]
+    tex = ["\\begin{table}[t]", "\\caption{Solvable pass rate (\\%). \\textbf{Bold}: best.}",
+           "\\begin{tabular}{l" + "c" * (len(header) - 1) + "}", "\\toprule",
+           " & ".join(f"\\textbf{{{h}}}" for h in header) + " \\\\", "\\midrule"]
+    for r, row in enumerate(rows):
+        name = f"[{row[0]}](https://example.org/{r})†" if r % 2 else f"{row[0]}^a"
+        cells = [md_styles[rank(r, c)].format(cell) if rank(r, c) < 2 else cell for c, cell in enumerate(row[1:])]
+        md.append(f"| {name} | " + " | ".join(cells) + " |")
+        cells = [cell.replace("±", "$\\pm$") for cell in row[1:]]
+        cells = [tex_styles[rank(r, c)].format(cell) if rank(r, c) < 2 else cell for c, cell in enumerate(cells)]
+        mark = "$^\\dagger$" if r % 2 else ""
+        tex.append(f"{row[0]}{mark} & " + " & ".join(cells) + " \\\\")
+    tex += ["\\bottomrule", "\\end{tabular}", "\\end{table}"]
+    out = io.StringIO()
+    csv.writer(out).writerows([header] + rows)
+    return "\n".join(md) + "\n", "\n".join(tex) + "\n", out.getvalue()
+
+
+def test_the_stabletoolbench_table_restyled_as_a_paper_reads_the_same(tmp_path):
+    original = published.DATA_DIR / "stb_gpt_cache_sopr.md"
+    lines = [line for line in original.read_text(encoding="utf-8").splitlines() if line.startswith("|")]
+    header, rows = split_cells(lines[0]), [split_cells(line) for line in lines[2:]]
+
+    def reading(table) -> tuple[list, list]:
+        cells = [(r.name, {k: (c.mean, c.std, c.decimals) for k, c in r.cells.items()}) for r in table.rows]
+        checks = published.check_averages(table)
+        return cells, [(c.row.name, c.mark, c.mean_mark, c.conventions, c.verdict) for c in checks]
+
+    expected = reading(published.read_table(original))
+    assert len(expected[0]) == 10 and all(len(cells) == 7 for _, cells in expected[0]) and len(expected[1]) == 10
+    for name, text in zip(("paper.md", "paper.tex", "paper.csv"), _restyled(rows, header), strict=True):
+        table = published.read_table(_write(tmp_path, name, text))
+        assert table.metric == "SoPR" and not table.not_placed and not table.unplaced, name
+        assert reading(table) == expected, name

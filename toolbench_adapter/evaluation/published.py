@@ -168,6 +168,7 @@ def reading_lines(table: PublishedTable) -> list[str]:
               if source.startswith("guessed") else f"from {source}")
     lines = [f"  metric {table.metric} ({source}); {table.form or 'table'} "
              f"at line {table.line}: {len(table.rows)} rows, {numbers} numeric cells, {empty} not reported"
+             + (f", {table.unplaced} in columns not placed" if table.unplaced else "")
              + (f", {unreadable} unreadable" if unreadable else "")]
     columns = ", ".join(f"{header}={GROUP_LABELS.get(key, key)}" if normalise(header) != normalise(
         GROUP_LABELS.get(key, key)) else header for header, key in table.columns)
@@ -225,10 +226,20 @@ class Comparison:
         return self.table.count_cells()[2]
 
     @property
+    def unplaced(self) -> int:
+        return self.table.unplaced
+
+    @property
+    def total(self) -> int:
+        """M of "K of M": every number read, those under a header that places nowhere too (not compared)."""
+        return len(self.cells) + self.unplaced
+
+    @property
     def summary(self) -> str:
-        text = (f"{self.count(EXACT)} of {len(self.cells)} published cells reproduced exactly, "
+        text = (f"{self.count(EXACT)} of {self.total} published cells reproduced exactly, "
                 f"{self.count(ROUNDING)} within rounding, {self.count(DIFFERS)} differ, "
                 f"{self.count(NO_LABELS)} without labels, {self.not_reported} not reported")
+        text += f", {self.unplaced} in columns not placed" if self.unplaced else ""
         return text + (f", {self.unreadable} unreadable" if self.unreadable else "")
 
 

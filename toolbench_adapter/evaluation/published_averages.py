@@ -132,6 +132,8 @@ def convention_text(checks: list[AverageCheck]) -> str | None:
 
 
 def averages_text(tables: list[PublishedTable], *, only_flagged: bool = False) -> str:
+    """Each table's Average check, every row; ``only_flagged``: only the rows whose Average is not simply the
+    mean of its six rounded cells (does not follow, only within rounding, another ±), so none counted goes unnamed."""
     lines = []
     for table in tables:
         checks = check_averages(table)
@@ -154,7 +156,8 @@ def averages_text(tables: list[PublishedTable], *, only_flagged: bool = False) -
             lines.append(f"  {convention}")
         if table.meta.get("notes"):
             lines.append(f"  note: {table.meta['notes']}")
-        for check in checks if not only_flagged else flagged:
+        named = [c for c in checks if c.mark != FOLLOWS or c.mean_mark != FOLLOWS] if only_flagged else checks
+        for check in named:
             lines.append(f"  {check.row.name:<30} printed {check.printed.text:<10} its cells give "
                          f"{check.computed_text:<16} {check.verdict}")
         unchecked = sum(1 for r in table.rows if AVERAGE in r.cells) - len(checks)

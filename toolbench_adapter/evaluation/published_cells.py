@@ -110,8 +110,9 @@ def _footnote_marks(text: str) -> str:
     return text
 
 
-def clean(text: str) -> str:
-    """The cell's text without markup, footnote marks, % signs or deltas, spaces around ± closed up."""
+def clean(text: str, *, keep_percent: bool = False) -> str:
+    """The cell's text without markup, footnote marks, % signs (``keep_percent``: kept, for a heading shown as
+    printed) or deltas, spaces around ± closed up."""
     text = _html(_latex(text))
     text = re.sub(f"\\^?[{_FOOTNOTE_CHARS.replace('*', '')}{_SUPERSCRIPTS}]", "", text)  # before emphasis: _x_¹
     text = _markdown(text)
@@ -123,7 +124,7 @@ def clean(text: str) -> str:
     text = re.sub(r"\s*[↑↓▲▼]\s*\d*(?:\.\d+)?\s*%?$", "", text)
     text = re.sub(r"\s*\(\s*±\s*(\d+(?:\.\d+)?)\s*\)", r"±\1", text)  # 52.2 (±1.1)
     text = re.sub(r"\s*±\s*", "±", text)
-    return text.replace("%", "").strip()
+    return (text if keep_percent else text.replace("%", "")).strip()
 
 
 @dataclass

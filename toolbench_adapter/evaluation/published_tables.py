@@ -15,6 +15,7 @@ cells, and the metric of each table.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -65,6 +66,7 @@ class PublishedTable:
     not_placed: list[str] = field(default_factory=list)  # headers read but not placed, with why
     notes: list[str] = field(default_factory=list)
     unread: int = 0  # numeric cells in rows that could not be read (named in notes)
+    unplaced: int = 0  # numeric cells under headers that place nowhere (named in not_placed), so M counts them
 
     @property
     def provenance(self) -> str:
@@ -140,6 +142,7 @@ class _Part:
     columns: list[_Column]
     rows: list[PublishedRow] = field(default_factory=list)
     sections: list[str] = field(default_factory=list)  # the section label of each row
+    dropped: dict[int, int] = field(default_factory=dict)  # column index -> numbers in a second column of a group
 
 
 def context_metric(grid: Grid) -> tuple[str | None, str]:
@@ -150,7 +153,8 @@ def context_metric(grid: Grid) -> tuple[str | None, str]:
     for kind, text in ordered:
         metric = metric_in_text(text)
         if metric:
-            shown = cells.clean(text)
+            # shown as printed: "(%)" kept, a Markdown heading's leading #s taken off
+            shown = re.sub(r"^#+\s*", "", cells.clean(text, keep_percent=True))
             shown = shown if len(shown) <= 60 else shown[:57] + "..."
             return metric, f"{kind} '{shown}'"
     return None, ""
@@ -176,13 +180,20 @@ def tables_from_grid(grid: Grid, path: Path) -> tuple[list[PublishedTable], list
     return _read_parts(grid, path, raw, readings, h, expected)
 
 
-def _columns(grid: Grid, raw: list[list[str]], readings, h: int, body: range) -> tuple[list[_Column], list[int],
-                                                                                      int | None, list[str]]:
+def _whole(grid: Grid, i: int, expected: int) -> bool:
+    """Row i has a cell under each header (LaTeX rows are read as they come; a short Markdown / CSV row is not)."""
+    return grid.form == "LaTeX" or len(grid.rows[i]) == expected
+
+
+def _columns(grid: Grid, raw: list[list[str]], readings, h: int, body: range,
+             expected: int) -> tuple[list[_Column], list[int], int | None, list[str], int]:
+    """The columns; the leading name columns; a leading metric column; the headers not placed, with why; and the
+    numbers under those headers (rows not read count theirs apart, as unread)."""
     texts = _header_texts(raw[:h], fill_spans=not grid.spans_explicit)
     columns = [_Column(c, text, *_placed(text)) for c, text in enumerate(texts)]
     placed = [c.index for c in columns if c.role in (GROUP, STD)]
     first = placed[0] if placed else len(columns)
-    names, metric_column, not_placed = [], None, []
+    names, metric_column, not_placed, unplaced = [], None, [], 0
     for column in columns:
         values = [readings[i][column.index] for i in body]
         if column.role in (GROUP, STD):
@@ -196,13 +207,14 @@ def _columns(grid: Grid, raw: list[list[str]], readings, h: int, body: range) ->
             else:
                 names.append(column.index)
             continue
-        numbers = sum(v.kind == cells.NUMBER for v in values)
+        numbers = sum(readings[i][column.index].kind == cells.NUMBER for i in body if _whole(grid, i, expected))
+        unplaced += numbers
         not_placed.append(f"'{column.header or f'column {column.index + 1}'}' ({column.reason}; "
                           f"{numbers} numeric cell{'s' if numbers != 1 else ''} not compared)")
     for column in columns:
         if column.role == STD:
             not_placed.append(f"'{column.header}' ({column.reason})")
-    return columns, names, metric_column, not_placed
+    return columns, names, metric_column, not_placed, unplaced
 
 
 def _placed(text: str) -> tuple[str | None, str | None, str | None, str]:
@@ -214,7 +226,8 @@ def _read_parts(grid: Grid, path: Path, raw, readings, h: int, expected: int) ->
                                                                                       list[str]]:
     body_end = next((i for i in range(h, len(raw)) if not _is_data(readings[i])
                      and sum(_placed(cells.clean(c))[1] == GROUP for c in raw[i]) >= 2), len(raw))
-    columns, names, metric_column, not_placed = _columns(grid, raw, readings, h, range(h, body_end))
+    columns, names, metric_column, not_placed, unplaced = _columns(grid, raw, readings, h, range(h, body_end),
+                                                                   expected)
     group_columns = [c for c in columns if c.role == GROUP]
     problems: list[str] = []
     if not group_columns:
@@ -238,7 +251,7 @@ def _read_parts(grid: Grid, path: Path, raw, readings, h: int, expected: int) ->
             else:
                 section = text
             continue
-        if grid.form != "LaTeX" and len(grid.rows[i]) != expected:
+        if not _whole(grid, i, expected):
             numbers = sum(r.kind == cells.NUMBER for r in row)
             malformed.append(f"line {grid.line_of(i)}: {len(grid.rows[i])} cells where the header has {expected}, "
                              f"{numbers} numeric cells not read")
@@ -267,11 +280,14 @@ def _read_parts(grid: Grid, path: Path, raw, readings, h: int, expected: int) ->
             if not part.rows or part.rows[-1].line != grid.line_of(i) or part.rows[-1].name != name:
                 part.rows.append(PublishedRow(name, line=grid.line_of(i)))
                 part.sections.append(section)
-            _put(part.rows[-1], column, row[column.index], raw[i][column.index])
+            if not _put(part.rows[-1], column, row[column.index], raw[i][column.index]) \
+                    and row[column.index].kind == cells.NUMBER:
+                part.dropped[column.index] = part.dropped.get(column.index, 0) + 1
     tables = [_table(grid, path, part, not_placed, malformed if n == 0 else [])
               for n, part in enumerate(parts.values())]
-    if tables:
-        tables[0].unread = unread  # numeric cells in rows not read, counted once
+    if tables:  # counted once, on the grid's first table, as its not-placed headers span all of them
+        tables[0].unread = unread  # numeric cells in rows not read
+        tables[0].unplaced += unplaced
     if body_end < len(raw):  # a second header inside the grid: another table below it
         rest = Grid(grid.rows[body_end:], grid.line_of(body_end), grid.form, 1, [], grid.caption,
                     grid.row_lines[body_end:], grid.spans_explicit)
@@ -284,16 +300,18 @@ def _read_parts(grid: Grid, path: Path, raw, readings, h: int, expected: int) ->
     return tables, problems
 
 
-def _put(row: PublishedRow, column: _Column, reading: cells.Reading, printed: str) -> None:
+def _put(row: PublishedRow, column: _Column, reading: cells.Reading, printed: str) -> bool:
+    """False when the row already has the column's group (its cell is not read)."""
     key = column.key
     if key in row.cells or key in row.not_reported or key in row.unreadable:
-        return  # two columns for one group in one metric: the first is read (the second is named below)
+        return False  # two columns for one group in one metric: the first is read (the second is named below)
     if reading.kind == cells.NUMBER:
         row.cells[key] = reading.cell
     elif reading.kind == cells.EMPTY:
         row.not_reported.append(key)
     else:
         row.unreadable[key] = printed.strip()
+    return True
 
 
 def _table(grid: Grid, path: Path, part: _Part, not_placed: list[str], malformed: list[str]) -> PublishedTable:
@@ -303,8 +321,11 @@ def _table(grid: Grid, path: Path, part: _Part, not_placed: list[str], malformed
     seen: dict[str, int] = {}
     for column in part.columns:
         seen[column.key] = seen.get(column.key, 0) + 1
-        if seen[column.key] == 2:
-            table.not_placed.append(f"'{column.header}' (a second {label(column.key)} column; the first is read)")
+        if seen[column.key] >= 2:
+            numbers = part.dropped.get(column.index, 0)
+            table.unplaced += numbers
+            table.not_placed.append(f"'{column.header}' (a second {label(column.key)} column; the first is read; "
+                                    f"{numbers} numeric cell{'s' if numbers != 1 else ''} not compared)")
     sections: dict[str, set[str]] = {}
     for row, section in zip(part.rows, part.sections, strict=True):
         sections.setdefault(row.name, set()).add(section)

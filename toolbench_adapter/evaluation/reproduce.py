@@ -200,12 +200,14 @@ def published_text(comparisons: list[published.Comparison]) -> str:
     for comparison in comparisons:
         parts.append(published.comparison_text(comparison).rstrip("\n"))
     if len(comparisons) > 1:
-        total = sum(len(c.cells) for c in comparisons)
+        total = sum(c.total for c in comparisons)
         counts = [sum(c.count(mark) for c in comparisons) for mark in
                   (published.EXACT, published.ROUNDING, published.DIFFERS, published.NO_LABELS)]
+        unplaced = sum(c.unplaced for c in comparisons)
         parts.append(f"Overall: {counts[0]} of {total} published cells reproduced exactly, {counts[1]} within "
                      f"rounding, {counts[2]} differ, {counts[3]} without labels, "
-                     f"{sum(c.not_reported for c in comparisons)} not reported")
+                     f"{sum(c.not_reported for c in comparisons)} not reported"
+                     + (f", {unplaced} in columns not placed" if unplaced else ""))
     return "\n\n".join(parts) + "\n"
 
 

@@ -43,8 +43,9 @@ taken off), LaTeX tabular (\\textbf, \\underline, $\\pm$, \\multirow, \\multicol
 CSV / TSV; every table in it is read (FILE#N picks table N), each with its metric from its own column headers,
 a section row, its caption or the heading above it (say which with --published-metric N=SoWR when none
 does). Rows are named by their leading text cells joined ("ToolLLaMA-2-7b-v2 / DFSDT / StepTool"); "/", "-",
-"–", "N/A" cells are "not reported"; a header that places nowhere is named in the output. Rows and models
-that do not pair up are printed side by side with their closest candidates and a ready --match line. stb =
+"–", "N/A" cells are "not reported"; a header that places nowhere is named in the output and its numbers
+are in M ("N in columns not placed"). Rows and models that do not pair up are printed side by side with their
+closest candidates and a ready --match line. stb =
 StableToolBench's README tables (GPT-based cache SoPR/SoWR, MirrorAPI-Cache SoPR/FAC, legacy ToolLLaMA rows),
 toolbench = ToolBench's leaderboard CSVs; both ship with the project with the file and commit they come from.
 Every published Average is checked against its own six cells: the mean (from the six rounded cells, or only
