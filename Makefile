@@ -51,7 +51,19 @@ JUDGE_CHECK  = $(if $(filter-out self,$(JUDGE)),$(error JUDGE=$(JUDGE): JUDGE ta
                itself, marked self-judged) or nothing))$(if $(filter openai,$(JUDGE_BACKEND)),$(if \
                $(JUDGE_URL)$(TBA_JUDGE_URL)$(filter self,$(JUDGE)),,$(error BACKEND=$(BACKEND) needs a judge of its \
                own: JUDGE_URL=http://HOST/v1 JUDGE_MODEL=NAME (its key: OPENAI_API_KEY in the environment), or \
-               JUDGE=self to let $(or $(MODEL),the model) judge itself (every table then says self-judged))))
+               JUDGE=self to let $(or $(MODEL),the model) judge itself (every table then says self-judged))))$(if \
+               $(filter openai,$(JUDGE_BACKEND)),$(if $(filter self,$(JUDGE)),,$(if $(call model_key,$(MODEL)),$(if \
+               $(filter $(call model_key,$(MODEL)),$(call model_key,$(JUDGE_MODEL))),$(error JUDGE_MODEL=$(JUDGE_MODEL) \
+               is the run's own model (MODEL=$(MODEL)): a model grading its own answers gives no StableToolBench \
+               number; give a judge of its own (JUDGE_URL=http://HOST/v1 JUDGE_MODEL=NAME), or JUDGE=self to let it \
+               judge itself (every table then says self-judged))))))
+# a model name as `tba evaluate` compares a run's and its judge's (evaluations.model_key): case, an hf: prefix and an
+# organisation folder (ToolBench/ToolLLaMA-2-7b-v2) do not make another model
+lowercase    = $(subst A,a,$(subst B,b,$(subst C,c,$(subst D,d,$(subst E,e,$(subst F,f,$(subst G,g,$(subst H,h,$(subst \
+               I,i,$(subst J,j,$(subst K,k,$(subst L,l,$(subst M,m,$(subst N,n,$(subst O,o,$(subst P,p,$(subst Q,q,$(subst \
+               R,r,$(subst S,s,$(subst T,t,$(subst U,u,$(subst V,v,$(subst W,w,$(subst X,x,$(subst Y,y,$(subst \
+               Z,z,$(1)))))))))))))))))))))))))))
+model_key    = $(lastword $(subst /, ,$(patsubst hf:%,%,$(call lowercase,$(strip $(1))))))
 
 # Unknown variables: a variable given on the command line that this Makefile never names is refused (exit 2)
 # with the closest known name, since make would ignore it (`make eval GROUP=G1_tool` would run all six groups).
@@ -82,7 +94,7 @@ endif
 # quoted for the shell.
 # "[needs ...]" marks a target that needs something the defaults cannot ship, and the variable or target giving it.
 quote        = '$(subst ','\'',$(1))'
-HELP_VARS    = $(filter-out HELP_VARS HELP_SHOWN quote closest_var unknown_var RUN_FLAGS JUDGE_FLAGS JUDGE_CHECK PIP_OFFLINE,$(foreach v,$(.VARIABLES),$(if $(filter file override command,$(firstword $(origin $(v)))),$(v))))
+HELP_VARS    = $(filter-out HELP_VARS HELP_SHOWN quote closest_var unknown_var RUN_FLAGS JUDGE_FLAGS JUDGE_CHECK lowercase model_key PIP_OFFLINE,$(foreach v,$(.VARIABLES),$(if $(filter file override command,$(firstword $(origin $(v)))),$(v))))
 HELP_SHOWN   = BACKEND MODEL BASE_URL SERVER STB GROUPS METHOD DIALECT PARSER CONCURRENCY RUN JUDGE JUDGE_BACKEND \
                JUDGE_MODEL JUDGE_URL EVAL_TIMES STB_ROOT PORT CACHE PARSER_INPUT REPORT_RUN REPORT_OUT COMPARE BENCH_ARGS
 help:  ## list the targets and the variables they use, with the values they have now
@@ -157,6 +169,10 @@ bench-server: install  ## cache-hit req/s and p50/p99: embedded server vs upstre
 profile-server: install  ## where the embedded server's time goes on cache hits: py-spy on `tba serve` under load (BENCH_ARGS: --seconds, --gil)
 	$(BIN)/python benchmarks/profile_server.py $(BENCH_ARGS)
 
+.PHONY: profile-runner
+profile-runner: install  ## where the harness's time per query goes: py-spy on bench-runner's threads run at concurrency 32 (BENCH_ARGS: --queries, --gil, --threads run)
+	$(BIN)/python benchmarks/profile_runner.py $(BENCH_ARGS)
+
 # parser comparison on fixed outputs: the last `make eval` run (results/runs/$(RUN)) when there is one, else
 # the shipped corpus of real model outputs (data/parser_corpus); PARSER_INPUT may be JSONL of texts, answer
 # files or run folders
@@ -185,7 +201,8 @@ compare-parsers-live: install  ## the eval's model with LIVE_PARSERS in one fan-
 # structured output (none of it upstream): the eval's model (offline default: SmolLM2) in each variant of
 # dialect x --constrain x --on-invalid, each judged, then one table against the upstream setting (the first);
 # each variant is its own run folder under results/runs/$(STRUCT_RUN)/ (a rerun skips what finished);
-# json-object runs with STRUCT_JSON_CONFIG in place of CONFIG
+# json-object runs with STRUCT_JSON_CONFIG in place of CONFIG. All eight take ~2.5 h on 2 CPU cores (README); a
+# subset: STRUCT_VARIANTS='toolllama:off:observe toolllama:schema:observe' (DIALECT:CONSTRAIN:POLICY, each a run)
 STRUCT_RUN         ?= structured
 STRUCT_OUT         ?= results/structured_comparison
 STRUCT_VARIANTS    ?= toolllama:off:observe toolllama:off:reask:2 toolllama:schema:observe toolllama:schema:reask:2 \
@@ -201,7 +218,7 @@ compare-structured: install  ## {toolllama, json-object} x {--constrain off, sch
 	  echo "== $$name"; $(TBA) run --name $$name $$flags --constrain $$constrain --on-invalid $$policy --quiet; \
 	  log=results/runs/$$name/evaluate.log; $(TBA) evaluate results/runs/$$name $(JUDGE_FLAGS) --quiet > $$log \
 	    || { status=$$?; cat $$log; exit $$status; }; done; \
-	$(TBA) compare-parsers --runs $$runs --out $(STRUCT_OUT)
+	$(TBA) compare-runs --runs $$runs --out $(STRUCT_OUT)
 
 .PHONY: bench-fanout
 bench-fanout: install  ## parser fan-out vs N separate runs (N = 2, 3, 4): model calls and wall time
@@ -223,12 +240,16 @@ model: install  ## convert the local SmolLM2-135M-Instruct once into .cache/mode
 bench-hf: model  ## hf backend on this machine: cached load time and generated tokens per second
 	$(BIN)/python benchmarks/bench_hf_backend.py $(BENCH_ARGS)
 
-# HTML report of a run (default: the `make eval` run); COMPARE="results/runs/a results/runs/b" adds a comparison
+# HTML report of a run (default: the `make eval` run); COMPARE="results/runs/a results/runs/b" adds a comparison.
+# No such folder yet (no `make eval` with these variables): exit 2 naming `make eval` and REPORT_RUN
 REPORT_RUN ?= results/runs/$(RUN)
 REPORT_OUT ?= $(REPORT_RUN)/report.html
 COMPARE    ?=
 .PHONY: report
 report: install  ## one self-contained HTML page of $(REPORT_RUN) (run `make eval` first; COMPARE="run2 ..." compares runs) -> $(REPORT_OUT)
+	@test -d '$(REPORT_RUN)' || { printf '%s\n' 'make report: error: $(REPORT_RUN): run folder not found' \
+	  '  fix: run `make eval` first (with the same BACKEND, METHOD or RUN), or REPORT_RUN=DIR: a folder written by `tba run`' >&2; \
+	  exit 2; }
 	$(TBA) report $(REPORT_RUN) $(if $(COMPARE),--compare $(COMPARE)) --out $(REPORT_OUT)
 
 .PHONY: bench-report

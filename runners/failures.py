@@ -1,8 +1,9 @@
 """How a query ended: "finished" (the model's own success or failure) or "infra_failure" with its kind.
 
-The one vocabulary of failure kinds, a leaf module: the backends (models/) set MODEL_ENDPOINT, REPLAY_GAP and
-CONTEXT_LENGTH on a Completion, the search (search/agent.py) turns them and tool-server faults into an
-InfraFailure, the run (execution/) records it. It imports nothing from runners/.
+The failure kinds, a leaf module: the backends (models/) set MODEL_ENDPOINT, REPLAY_GAP and CONTEXT_LENGTH on
+a Completion, the search (search/agent.py) turns them and tool-server faults into an InfraFailure, the run
+(execution/) records it. It imports nothing from runners/; the words themselves are the library's
+(toolbench_adapter/outcomes.py, which the counts and the report read too), re-exported here.
 
 An infrastructure failure says nothing about the model: the run writes no answer file for that query (so
 rerunning the same command redoes it), keeps its partial tree under failed/, and counts it apart.
@@ -13,19 +14,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-MODEL_ENDPOINT = "model_endpoint"  # the endpoint gave up after its retries, or answered something unusable
-REPLAY_GAP = "replay_gap"  # the replay backend has no recorded turn for the request
-# the endpoint refused the request as longer than the model's context (vLLM, OpenAI: HTTP 400; hf: more tokens
-# than the model's positions): the model's own limit, which no rerun changes, so not an infrastructure failure:
-# the chain ends there as upstream's does at an LLM error, and the query finishes
-CONTEXT_LENGTH = "context_length"
-
-FINISHED = "finished"
-INFRA_FAILURE = "infra_failure"
-
-TOOL_SERVER = "tool_server"  # a tool call's reply was a transport fault after the client's retries
-HARNESS_ERROR = "harness_error"  # a Python exception inside the harness
-FAILURE_KINDS = (MODEL_ENDPOINT, TOOL_SERVER, REPLAY_GAP, HARNESS_ERROR)
+from toolbench_adapter.outcomes import (  # noqa: F401 (re-exported: the run's modules import the words from here)
+    CONTEXT_LENGTH,
+    FAILURE_KINDS,
+    FINISHED,
+    HARNESS_ERROR,
+    INFRA_FAILURE,
+    MODEL_ENDPOINT,
+    REPLAY_GAP,
+    TOOL_SERVER,
+)
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,7 @@
 """A mistyped flag, command or choice is named beside its closest spellings, for every subcommand (exit 2)."""
 
+import argparse
+
 import pytest
 
 from runners.cli import build_parser, main
@@ -62,3 +64,69 @@ def test_correct_and_abbreviated_flags_still_parse():
     args = build_parser().parse_args(["run", "--concurrency", "4", "--lim", "2"])
     assert (args.concurrency, args.limit) == (4, 2)
     assert build_parser().parse_args(["run", "--temperature", "-1"]).temperature == -1
+
+
+# ---- every command's own flags --------------------------------------------------------------------------------
+
+
+def command_parsers(parser=None, path=()):
+    """(words after `tba`, parser) for every subcommand and sub-subcommand (`cache build`), aliases once."""
+    parser = parser or build_parser()
+    seen = set()
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                if id(child) not in seen:
+                    seen.add(id(child))
+                    yield (*path, name), child
+                    yield from command_parsers(child, (*path, name))
+
+
+def typo(flag: str, options: list[str]) -> str | None:
+    """The flag with two neighbouring letters swapped (--port: --prot), as long as that is no flag, nor a prefix
+    of one (argparse would take it as an abbreviation)."""
+    name = flag[2:]
+    for i in [len(name) // 2, *range(1, len(name))]:
+        if 0 < i < len(name) and name[i - 1] != name[i]:
+            wrong = "--" + name[:i - 1] + name[i] + name[i - 1] + name[i + 1:]
+            if not any(option.startswith(wrong) for option in options):
+                return wrong
+    return None
+
+
+def mistyped_flags():
+    cases = []
+    for path, parser in command_parsers():
+        options = [o for action in parser._actions for o in action.option_strings]
+        for flag in options:
+            if flag.startswith("--") and flag != "--help" and (wrong := typo(flag, options)):
+                cases.append(pytest.param(path, flag, wrong, id=f"{' '.join(path)} {wrong}"))
+    return cases
+
+
+MISTYPED = mistyped_flags()
+
+
+def test_every_command_is_covered():
+    commands = {" ".join(path) for path, _ in command_parsers()}
+    assert {"run", "evaluate", "report", "cache", "cache build", "serve", "reproduce"} <= commands
+    flagged = {" ".join(case.values[0]) for case in MISTYPED}
+    # every command that has a long flag of its own has it mistyped below
+    assert flagged == {" ".join(path) for path, parser in command_parsers()
+                       if any(o.startswith("--") and o != "--help" for a in parser._actions for o in a.option_strings)}
+
+
+@pytest.mark.parametrize("path, flag, wrong", MISTYPED)
+def test_each_commands_own_long_flags_are_named_when_mistyped(capsys, path, flag, wrong):
+    err = refused(capsys, *path, wrong)
+    first = err.splitlines()[0]
+    assert first.startswith(f"tba {' '.join(path)}: error: unknown flag {wrong}; did you mean "), err
+    suggested = first.split("; did you mean ", 1)[1].rstrip("?").split(" or ")
+    assert flag in suggested, first
+
+
+@pytest.mark.parametrize("path", [path for path, _ in command_parsers()], ids=" ".join)
+def test_a_mistyped_help_names_help(capsys, path):
+    """Was: --help was no candidate, so `tba cache --hlep` got no hint."""
+    err = refused(capsys, *path, "--hlep")
+    assert err.splitlines()[0] == f"tba {' '.join(path)}: error: unknown flag --hlep; did you mean --help?"

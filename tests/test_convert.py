@@ -166,10 +166,26 @@ def test_malformed_answer_file_names_file_and_field(tmp_path):
     assert not (tmp_path / "o.json").exists()
 
 
-def test_invalid_answer_with_unknown_method_is_an_input_error(tmp_path):
-    _invalid_cot(tmp_path / "2_ReAct.json", 2)
-    with pytest.raises(InputError, match="neither CoT nor DFS"):
-        convert_folder(tmp_path, "ReAct")
+@pytest.mark.parametrize(("root", "folder", "method", "plugin"), [
+    ("stb_root", "virtual_chatgpt_cot/G1_instruction", "CoT@1", "Toy@1"),
+    ("tb_root", "G1_answer", "DFS_woFilter_w2", "Beam@2"),  # StableToolBench's DFS example has no invalid answer
+])
+def test_a_method_named_neither_cot_nor_dfs_falls_back_by_the_files_shape(request, tmp_path, root, folder, method,
+                                                                          plugin):
+    """A plug-in search method's invalid answers: trys walked as CoT's, a tree as DFS's (was: refused, the
+    fallback came from "CoT" / "DFS" in the method's name only). The same files convert the same."""
+    released = request.getfixturevalue(root) / "data_example" / "answer" / folder
+    renamed = tmp_path / "G1_instruction"
+    renamed.mkdir()
+    for path in released.glob("*.json"):
+        shutil.copy(path, renamed / path.name.replace(method, plugin))
+    ours, theirs = convert_folder(renamed, plugin), convert_folder(released, method)
+    assert any(not load_answer(p).valid for p in released.glob("*.json"))  # a fallback is taken
+    for entry in ours.values():
+        assert entry["answer"].pop("method") == plugin
+    for entry in theirs.values():
+        entry["answer"].pop("method")
+    assert ours == theirs
 
 
 def test_convert_refuses_a_method_no_file_has_and_writes_nothing(tmp_path, capsys):

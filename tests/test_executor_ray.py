@@ -101,6 +101,50 @@ def test_executors_are_registered_by_name():
     assert isinstance(make_executor(RunConfig(executor="ray", ray_address="auto", concurrency=8)), RayExecutor)
 
 
+def test_an_unknown_executor_is_bad_input_with_did_you_mean(tmp_path, capsys):
+    args = ["run", "--name", "r", "--out-root", str(tmp_path), "--backend", "scripted", "--quiet", "--executor", "thread"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "field 'executor'" in err and "Did you mean threads?" in err and "fix:" in err
+    assert not (tmp_path / "r").exists()
+
+
+class SerialExecutor:
+    """A plug-in executor: one query at a time in this thread."""
+
+    name = "serial"
+
+    def __init__(self, **_):
+        self.running: list = []
+
+    def map(self, runner, queries, client):
+        for query in queries:
+            self.running = [query]
+            try:
+                result = runner.run_query(query, client)
+            except Exception as exc:  # as the threads executor: the exception is the query's result
+                result = exc
+            self.running = []
+            yield query, result
+
+    def endpoint_stats(self, runner, client):
+        return {"model": [], "tool_server": client.pool_stats()}
+
+    def in_flight(self):
+        return list(self.running)
+
+
+def test_an_executor_is_one_registry_line(tmp_path, monkeypatch, capsys):
+    """No Literal in RunConfig, no choices in the CLI: a registered executor runs (the same answer files)."""
+    monkeypatch.setitem(EXECUTORS._entries, "serial", SerialExecutor)  # EXECUTORS.register, undone after the test
+    common = ["run", "--out-root", str(tmp_path), "--backend", "scripted", "--quiet", "--limit", "2"]
+    assert main([*common, "--name", "threads"]) == 0
+    assert main([*common, "--name", "serial", "--executor", "serial"]) == 0
+    assert answers(tmp_path / "serial") == answers(tmp_path / "threads") != {}
+    manifest = json.loads((tmp_path / "serial" / "manifest.json").read_text())
+    assert manifest["config"]["executor"] == "serial" and manifest["sessions"][-1]["executor"] == "serial"
+
+
 def test_executor_ray_without_ray_installed_is_bad_input(tmp_path, monkeypatch, capsys):
     monkeypatch.setitem(__import__("sys").modules, "ray", None)  # import ray raises ImportError
     args = ["run", "--name", "r", "--out-root", str(tmp_path), "--backend", "scripted", "--quiet", "--executor", "ray"]

@@ -16,7 +16,7 @@ from toolbench_adapter.fileio import (
     write_json_atomic,
     write_text_atomic,
 )
-from toolbench_adapter.parsers.corpus import ModelOutput
+from toolbench_adapter.parser_corpus import ModelOutput
 from toolbench_adapter.report.parsers import compare_parsers, write_comparison
 from toolbench_adapter.runfolder import MANIFEST
 

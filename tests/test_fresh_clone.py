@@ -198,6 +198,16 @@ def check_report(clone, env, standin, scripted_eval):
     assert page.stat().st_size > 10_000 and "eval-scripted-CoT1" in page.read_text(encoding="utf-8")
 
 
+def check_report_before_eval(clone, env, standin):
+    """The defaults name the hf eval's folder, which nothing here writes: a new user's `make report` before
+    `make eval`. Exit 2 with what to run first, not only `tba run`'s "pass a folder written by tba run"."""
+    done = make(clone, env, "report")
+    assert done.returncode == 2, f"exit {done.returncode}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+    assert "results/runs/eval-hf-CoT1: run folder not found" in done.stderr, done.stderr
+    assert "run `make eval` first" in done.stderr and "REPORT_RUN=DIR" in done.stderr, done.stderr
+    assert not (clone / "results" / "runs" / "eval-hf-CoT1").exists()
+
+
 def check_compare_parsers_live(clone, env, standin):
     """The fan-out with a served model (the stand-in on loopback answering ReAct text) instead of the local one;
     the stand-in is the judge too, so it judges itself: JUDGE=self (without it make stops, tests/test_self_judge.py)."""
@@ -205,6 +215,15 @@ def check_compare_parsers_live(clone, env, standin):
                   f"MODEL={standin.model}", "JUDGE=self", "EVAL_TIMES=1"))
     assert re.search(r"react-robust[^\n]*100\.0%", out), out[-2000:]
     assert (clone / "results" / "parser_comparison_live" / "summary.md").is_file()
+    # only the comparison: each evaluation's leaderboards, taxonomy and file list went to its log (issue 29 item 6)
+    assert "react-robust vs react-find: trajectories differ on" in out, out[-2000:]
+    evaluate_output = ("**SoPR (upstream)", "**SoPR (strict)", "| Method | I1 Inst", "**Error taxonomy of",
+                       "\nevaluation: ", "\nwritten: ")
+    for marker in evaluate_output:
+        assert marker not in out, f"{marker!r} printed by make compare-parsers-live:\n{out[-3000:]}"
+    for parser in ("react-find", "react-robust"):
+        log = (clone / "results" / "runs" / "parsers-live" / f"evaluate-{parser}.log").read_text(encoding="utf-8")
+        assert all(marker in log for marker in evaluate_output), log[-2000:]
 
 
 def check_serve(clone, env, standin):
@@ -239,6 +258,12 @@ def check_bench_server(clone, env, standin):
 def check_profile_server(clone, env, standin):
     out = ok(make(clone, env, "profile-server", "BENCH_ARGS=--seconds 1 --apis 2 --entries 5 --threads 2"))
     assert "req/s" in out and "own %" in out and "0 wrong answers" in out, out
+
+
+def check_profile_runner(clone, env, standin):
+    out = ok(make(clone, env, "profile-runner", "BENCH_ARGS=--queries 6 --concurrency 2 --idle --model-delay-ms 5 "
+                  "--server-delay-ms 5"))
+    assert "CPU per query" in out and "own %" in out and "incl %" in out, out
 
 
 def check_bench_fanout(clone, env, standin):
@@ -283,8 +308,9 @@ CASES = {
     "compare-parsers": check_compare_parsers, "bench-parsers": check_bench_parsers,
     "bench-parsers-adversarial": check_bench_parsers_adversarial, "eval": check_eval,
     "compare-parsers (after eval)": check_compare_parsers_after_eval, "report": check_report,
+    "report (before eval)": check_report_before_eval,
     "compare-parsers-live": check_compare_parsers_live, "serve": check_serve, "bench-runner": check_bench_runner,
-    "bench-server": check_bench_server, "profile-server": check_profile_server, "bench-fanout": check_bench_fanout, "model": check_model,
+    "bench-server": check_bench_server, "profile-server": check_profile_server, "profile-runner": check_profile_runner, "bench-fanout": check_bench_fanout, "model": check_model,
     "bench-hf": check_bench_hf, "bench-report": check_bench_report, "data": check_data, "clean": check_clean,
 }
 

@@ -58,3 +58,68 @@ def test_caller_proxies_are_merged_as_requests_does(proxy_env):
 
 def test_the_transport_sends_through_it():
     assert isinstance(HttpTransport.to(URLS[0]).session(), EnvCachedSession)
+
+
+def _prepared_pair(session_setup, **request):
+    """The PreparedRequest of EnvCachedSession (twice: the template computed, then reused) and of requests."""
+    ours, theirs = EnvCachedSession(), requests.Session()
+    for session in (ours, theirs):
+        session_setup(session)
+    first, second = (ours.prepare_request(requests.Request(**request)) for _ in range(2))
+    return first, second, theirs.prepare_request(requests.Request(**request))
+
+
+def _wire(prepared):
+    return prepared.method, prepared.url, list(prepared.headers.items()), prepared.body
+
+
+@pytest.mark.parametrize("request_fields", [
+    dict(method="post", url=URLS[0], json={"tool_input": "{\"a\": 1}", "strip": ""}, headers={"toolbench_key": "k"}),
+    dict(method="POST", url="http://tools.example:9000", json=[1, "é"]),
+    dict(method="POST", url=URLS[2], data={"a": "b c"}, headers={"Content-Type": "text/plain", "Accept": None}),
+    dict(method="GET", url=URLS[1] + "?x=1"),
+    dict(method="POST", url=URLS[1], data=b"raw", auth=("user", "pw")),
+    dict(method="POST", url="http://user:secret@tools.example/virtual", json={}),
+    dict(method="POST", url=URLS[0], json={"a": 1}, params={"q": "1"}),  # requests' own path
+    dict(method="POST", url=URLS[0], json={"a": 1}, cookies={"sticky": "1"}),  # requests' own path
+])
+@pytest.mark.parametrize("session_setup", [
+    lambda s: None,
+    lambda s: s.headers.update({"Authorization": "Bearer t", "User-Agent": "tba"}),
+    lambda s: setattr(s, "auth", ("session", "pw")),
+    lambda s: s.cookies.set("session", "1"),
+])
+def test_prepared_requests_are_requests_own(request_fields, session_setup):
+    first, second, theirs = _prepared_pair(session_setup, **request_fields)
+    assert _wire(first) == _wire(second) == _wire(theirs)
+
+
+def test_netrc_auth_is_honoured_and_read_once_per_url(tmp_path, monkeypatch):
+    import toolbench_adapter.http_session as http_session
+
+    netrc = tmp_path / "netrc"
+    netrc.write_text("machine tools.example login alice password s3cret\n")
+    monkeypatch.setenv("NETRC", str(netrc))
+    reads = []
+    real = http_session.get_netrc_auth
+    monkeypatch.setattr(http_session, "get_netrc_auth", lambda url: reads.append(url) or real(url))
+    session = EnvCachedSession()
+    for _ in range(3):
+        for url in URLS[:2]:
+            prepared = session.prepare_request(requests.Request("POST", url, json={}))
+            assert prepared.headers.get("Authorization") == (requests.Session().prepare_request(
+                requests.Request("POST", url, json={})).headers.get("Authorization"))
+    assert reads == URLS[:2]
+    assert prepared.headers["Authorization"].startswith("Basic ")  # tools.example's entry
+    session.trust_env = False  # as requests: no netrc without trust_env
+    assert "Authorization" not in session.prepare_request(requests.Request("POST", URLS[1], json={})).headers
+
+
+def test_hooks_and_headers_stay_per_request():
+    session = EnvCachedSession()
+    hook = lambda response, **kwargs: response  # noqa: E731
+    for _ in range(3):
+        prepared = session.prepare_request(requests.Request("POST", URLS[0], json={}, hooks={"response": [hook]}))
+        assert prepared.hooks["response"] == [hook]
+        prepared.headers["X-Edited"] = "1"  # an auth handler or a caller editing one request's headers
+    assert "X-Edited" not in session.prepare_request(requests.Request("POST", URLS[0], json={})).headers

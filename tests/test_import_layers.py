@@ -55,6 +55,9 @@ def test_the_project_keeps_every_import_contract(project_copy):
     ("runners/models/scripted.py", "from runners.models import hf  # noqa", "model backends do not import"),
     # the search writing files
     ("runners/search/cot.py", "from toolbench_adapter import runfolder  # noqa", "runners.search writes no files"),
+    # the judge's library reaching the runners (unseen while evaluation/ had no __init__.py)
+    ("toolbench_adapter/evaluation/counts.py", "from runners.execution import runner  # noqa",
+     "toolbench_adapter imports nothing"),
 ])
 def test_a_wrong_import_breaks_a_contract(project_copy, tmp_path, module, line, broken):
     root = tmp_path / "project"
@@ -64,6 +67,27 @@ def test_a_wrong_import_breaks_a_contract(project_copy, tmp_path, module, line, 
     assert result.returncode == 1, result.stdout + result.stderr
     text = " ".join(result.stdout.split())
     assert "0 broken" not in text and f"{broken}" in text.split("Broken contracts")[-1]
+
+
+def test_every_module_is_in_the_import_graph():
+    """A folder without __init__.py is invisible to import-linter and grimp: its imports would go unchecked."""
+    graph = grimp.build_graph(*PACKAGES)
+    files = {".".join(path.relative_to(PROJECT_ROOT).with_suffix("").parts).removesuffix(".__init__")
+             for package in PACKAGES for path in (PROJECT_ROOT / package).rglob("*.py")}
+    assert files - graph.modules == set()
+
+
+def test_no_two_folders_import_each_other():
+    """No two folders (or top-level modules) of a package (toolbench_adapter.env, runners.search, ...) import
+    each other: such a pair need not be a circle between two modules (env/ and server/ were one)."""
+    graph = grimp.build_graph(*PACKAGES)
+
+    def folder(module: str) -> str:
+        return ".".join(module.split(".")[:2])
+
+    edges = {(folder(module), folder(imported)) for module in graph.modules
+             for imported in graph.find_modules_directly_imported_by(module)}
+    assert sorted((a, b) for a, b in edges if a < b and (b, a) in edges) == []
 
 
 def test_no_module_is_in_an_import_circle():

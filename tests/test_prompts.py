@@ -5,6 +5,7 @@ import json
 import pytest
 
 from toolbench_adapter.dialects import make_dialect
+from toolbench_adapter.errors import InputError
 from toolbench_adapter.messages import diversity_message, initial_messages, process_system_message
 from toolbench_adapter.parsers.base import ParsedTurn
 from toolbench_adapter.queries import QuerySet
@@ -74,10 +75,10 @@ def test_chat_template_option_and_prefill(toolset):
     assert message["role"] == "user" and "Example of the format" in message["content"]
     # the example follows the first user turn, so later turns see the real history after it
     assert message["content"].index("Example of the format") > message["content"].index("Begin!")
-    assert message["content"].endswith('"<the answer>"}\nAssistant:\n')
+    assert message["content"].endswith('ships stay."}\nAssistant:\n')  # the example's Finish, then the prompt
     assert make_dialect("toolllama", stop_at_next_step=True).render(
         initial_messages(toolset), toolset).stop == ["</s>", "\nThought:", "\nObservation:", "\nFunction:"]
-    with pytest.raises(ValueError):
+    with pytest.raises(InputError, match="history='everything' is not 'raw' or 'thought'"):  # exit 2, not a traceback
         make_dialect("toolllama", history="everything")
 
 

@@ -22,9 +22,11 @@ from runners.judging.evaluate import evaluate_run
 from runners.models.scripted import ScriptedBackend
 from tests.test_report_chromium import Chrome, assert_fits, chromium  # noqa: F401 (a fixture)
 from tests.test_report_html import react_script
-from toolbench_adapter.report import plots
+from toolbench_adapter.report import plots, run_index
+from toolbench_adapter.report.headline import headline
 from toolbench_adapter.report.html import write_report
 from toolbench_adapter.report.run_data import load_run
+from toolbench_adapter.report.tables import SCORED_ANYWAY
 
 FUNCTION_NAME = re.compile(r"""["']name["']: ["']([^"']+)["']""")
 NEVER_FINISHES = {  # by the query id's last digit; every query runs to max_step and ends without an answer
@@ -141,6 +143,24 @@ def test_failed_judgements_are_counted_and_an_all_zero_figure_says_so(runs):
     assert plots.pass_rate_why([zero]) == "every group scores 0.0 (SoPR upstream): there is no bar to draw"
 
 
+def test_the_score_cards_of_an_incomplete_evaluation_carry_the_tables_mark(runs):
+    """Was: the tables' rows read "... †" with a footnote, the SoPR cards of the same evaluation bare numbers."""
+    failed = load_run(runs["judge-failed"])
+    assert not failed.evaluation.complete
+    assert any(row[0].endswith(SCORED_ANYWAY) for board in failed.boards() for row in board.body())
+    sopr = headline(failed)["sopr"]
+    for mode in ("upstream", "strict"):
+        assert sopr[mode]["mark"] == SCORED_ANYWAY, mode
+        why = sopr[mode]["markWhy"]
+        assert "failed judgements (no verdict) left out of every denominator" in why, why
+        assert "the evaluation shown is not complete" in why and failed.evaluation.id in why, why
+    complete = headline(load_run(runs["text"][0]))["sopr"]
+    assert complete["upstream"]["mark"] == complete["strict"]["mark"] == "" and not complete["upstream"]["markWhy"]
+    # the index of runs (tba report --index) says so beside the number
+    assert f">{SCORED_ANYWAY}</span>" in run_index._score(headline(failed), "upstream")
+    assert SCORED_ANYWAY not in run_index._score(headline(load_run(runs["text"][0])), "upstream")
+
+
 EVERYTHING_OPEN = """(() => { const setup = document.getElementById("setup"); if (setup) setup.open = true;
   document.querySelectorAll("details").forEach(d => d.open = true); return document.body.innerText; })()"""
 
@@ -196,6 +216,12 @@ def test_the_first_screen_warns_of_failed_judgements_in_chromium(chromium, runs,
         assert warning and warning.startswith("Warning: 4 of 12 judgements failed (JudgeError")
         card = chrome.js("document.getElementById('card-judge-failures').innerText")
         assert re.search(r"failed judgements\s+4 / 12", card)
+        # the SoPR cards carry the mark the tables' rows carry, with its footnote on the first screen
+        for mode in ("upstream", "strict"):
+            value = chrome.js(f"document.querySelector('#card-sopr-{mode} .card-value').innerText")
+            assert value.endswith(" \u2020"), (mode, value)
+        mark = chrome.js("(document.getElementById('sopr-mark') || {}).innerText")
+        assert mark and mark.startswith("\u2020 SoPR: scored with 4 failed judgements"), mark
         box = chrome.js("(() => { const r = document.getElementById('judge-warning').getBoundingClientRect();"
                         " return [r.top, r.bottom, innerHeight]; })()")
         assert 0 <= box[0] and box[1] <= box[2]  # on the first screen

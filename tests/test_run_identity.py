@@ -26,13 +26,18 @@ from runners.execution.executors import RayExecutor
 from runners.execution.fanout import run_fanout
 from runners.execution.runlock import FolderBusy, RunFolderLock, live_holder, lock_path
 from runners.execution.runner import Runner
-from runners.models.base import CONTEXT_LENGTH, MODEL_ENDPOINT, Completion, ModelRequest
+from runners.failures import CONTEXT_LENGTH, MODEL_ENDPOINT
+from runners.models.base import Completion, ModelRequest
 from runners.models.openai_chat import OpenAIChatBackend
 from runners.models.openai_completions import OpenAICompletionsBackend
 from runners.models.react_script import react_script
 from runners.models.scripted import ScriptedBackend, default_script, scripted_call
 from tests.openai_standin import OpenAIStandin, Reply
 from tests.ray_support import needs_ray
+from toolbench_adapter.report.headline import headline
+from toolbench_adapter.report.run_data import load_run
+from toolbench_adapter.report.taxonomy import read_taxonomy, taxonomy_tables
+from toolbench_adapter.report.taxonomy import to_markdown as taxonomy_markdown
 
 ROOT = Path(__file__).resolve().parents[1]
 ORDER = [(q.group, q.query_id) for q in select_queries(RunConfig(name="x"))]  # the sample set, in run order
@@ -352,11 +357,25 @@ def refuse_after_the_first_tool_call(body_on_refusal):
     return respond
 
 
-@pytest.mark.parametrize("body", [VLLM_BODY, VLLM_MAX_TOKENS_BODY, VLLM_V1_BODY, OPENAI_BODY],
-                         ids=["vllm", "vllm-max-tokens", "vllm-v1", "openai"])
-def test_a_context_length_400_ends_the_chain_and_the_query_finishes(tmp_path, capsys, body):
+def executor_flags(request, executor: str) -> list[str]:
+    """`--executor ray` on the module's Ray cluster (the fixture only when asked for), else threads."""
+    if executor == "ray":
+        request.getfixturevalue("ray_cluster")
+        return ["--executor", "ray", "--concurrency", "2"]
+    return []
+
+
+# every server's body under threads; one of them under Ray too (the workers ask the endpoint, the driver records)
+CONTEXT_CASES = [pytest.param(body, "threads", id=name) for body, name in (
+    (VLLM_BODY, "vllm"), (VLLM_MAX_TOKENS_BODY, "vllm-max-tokens"), (VLLM_V1_BODY, "vllm-v1"), (OPENAI_BODY, "openai"))]
+CONTEXT_CASES.append(pytest.param(VLLM_BODY, "ray", id="vllm-ray", marks=needs_ray))
+
+
+@pytest.mark.parametrize("body,executor", CONTEXT_CASES)
+def test_a_context_length_400_ends_the_chain_and_the_query_finishes(tmp_path, capsys, request, body, executor):
     with RawStandin(respond=refuse_after_the_first_tool_call(body)) as standin:
-        assert main(chat_args(tmp_path, "ctx", standin.url, "--groups", "G1_tool", "G2_category")) == 0
+        assert main(chat_args(tmp_path, "ctx", standin.url, "--groups", "G1_tool", "G2_category",
+                              *executor_flags(request, executor))) == 0
         assert standin.count("chat/completions") == 4  # a tool call and the refused request, per query: no retry
     out = capsys.readouterr().out
     run_dir = tmp_path / "ctx"
@@ -369,6 +388,11 @@ def test_a_context_length_400_ends_the_chain_and_the_query_finishes(tmp_path, ca
     totals = json.loads((run_dir / "manifest.json").read_text())["totals"]
     assert (totals["finished"], totals["infra_failures"], totals["context_length"]) == (2, 0, 2)
     assert "context length 2: finished queries" in out
+    # an outcome in the taxonomy's queries table and on the report's first screen, not only a parse-error row
+    queries = taxonomy_tables(read_taxonomy(run_dir))["queries"][1]
+    assert ["context length", "1", "1", "2"] in queries and ["infra failures", "0", "0", "0"] in queries
+    assert "| context length | 1 | 1 | 2 |" in taxonomy_markdown(read_taxonomy(run_dir))
+    assert headline(load_run(run_dir))["context_length"] == 2
 
 
 def test_a_context_length_400_on_completions_ends_the_query_as_finished(tmp_path, capsys):

@@ -88,6 +88,25 @@ def test_make_eval_with_a_served_model_and_no_judge_stops_before_the_run():
     assert offline.returncode == 0 and "--judge-backend hf" in offline.stdout and "--judge-self" not in offline.stdout
 
 
+@pytest.mark.skipif(not shutil.which("make"), reason="GNU make is not installed")
+@pytest.mark.parametrize("target", ["eval", "compare-parsers-live", "compare-structured"])
+@pytest.mark.parametrize("model, judge_model", [("x", "x"), ("ToolLLaMA-2-7b-v2", "toolllama-2-7b-v2"),
+                                                ("ToolBench/ToolLLaMA-2-7b-v2", "ToolLLaMA-2-7b-v2")])
+def test_make_refuses_a_judge_that_is_the_runs_own_model_before_the_run(target, model, judge_model):
+    """Was: JUDGE_URL given, so JUDGE_CHECK passed; the whole run was spent before `tba evaluate` refused (exit 2).
+    The same model by `tba evaluate`'s rule (case, an organisation folder) is refused by make, naming JUDGE=self."""
+    served_flags = ["BACKEND=openai-completions", "BASE_URL=http://127.0.0.1:8000/v1", f"MODEL={model}",
+                    "JUDGE_URL=http://127.0.0.1:8000/v1", f"JUDGE_MODEL={judge_model}"]
+    done = make(target, *served_flags)
+    assert done.returncode == 2, done.stdout
+    assert "is the run's own model" in done.stderr and "JUDGE=self" in done.stderr
+    assert "tba run" not in done.stdout and "tba evaluate" not in done.stdout  # stopped before any model call
+    asked = make(target, *served_flags, "JUDGE=self")
+    assert asked.returncode == 0 and "--judge-self" in asked.stdout
+    other = make(target, *served_flags[:-1], "JUDGE_MODEL=gpt-4o-mini")
+    assert other.returncode == 0 and "--judge-model gpt-4o-mini" in other.stdout
+
+
 # ---- tba evaluate ------------------------------------------------------------------------------------------------
 
 

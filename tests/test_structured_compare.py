@@ -3,6 +3,8 @@
 import csv
 import json
 
+import pytest
+
 from runners.cli import main
 from runners.config import RunConfig
 from runners.execution.runner import Runner
@@ -77,3 +79,41 @@ def test_a_run_whose_model_wrote_no_call_is_compared_not_folded(tmp_path, capsys
     silent = next(line for line in lines if line.startswith("json-object"))
     assert "0.0% (0/12)" in silent and "+0.0 [+0.0, +0.0]" in silent  # the model wrote no call: a result
     assert not any(line.startswith("read no call in any step") for line in lines)
+
+
+def test_compare_runs_is_the_same_command_and_explains_the_pass_rate(tmp_path, capsys):
+    judged_run(tmp_path, "observe", "observe")
+    judged_run(tmp_path, "reask", "reask:2")
+    runs = [str(tmp_path / "observe"), str(tmp_path / "reask")]
+    assert main(["compare-runs", "--runs", *runs, "--out", str(tmp_path / "a")]) == 0
+    renamed = capsys.readouterr().out
+    assert main(["compare-parsers", "--runs", *runs, "--out", str(tmp_path / "b")]) == 0
+    assert capsys.readouterr().out.replace(str(tmp_path / "b"), "OUT") == renamed.replace(str(tmp_path / "a"), "OUT")
+    # the footer: Unsure's half point and the zero-width interval on few queries, printed and in runs.md
+    footer = next(line for line in renamed.splitlines() if line.startswith("Reading the pass rate on 6 queries"))
+    assert "Unsure 0.5" in footer and "50% with no query passing" in footer and "zero width" in footer
+    assert footer in (tmp_path / "a" / "runs.md").read_text()
+    # here every query passes under reask:2 and none under observe: +100 points, 6 flips up, a zero-width interval
+    assert "Here: on-invalid=reask:2 +100.0 points with flips 6/0, 95% CI [+100.0, +100.0]." in renamed
+
+
+class ConstrainingScripted(ScriptedBackend):
+    def constraint_support(self, dialect):
+        return None
+
+
+def test_a_constrained_runs_leaderboard_row_and_comparison_name_the_constraint(tmp_path, capsys):
+    pytest.importorskip("xgrammar", reason="the structured extra (xgrammar) is not installed")
+    plain = judged_run(tmp_path, "observe", "observe")
+    cfg = RunConfig(name="schema", out_root=str(tmp_path), backend="scripted", dialect="toolllama", max_step=4,
+                    constrain="schema", on_invalid="reask:2", tool_root="data/sample/toolenv/tools")
+    Runner(cfg, backend=ConstrainingScripted(script=lambda request: FINISH), progress=False).run()
+    constrained = evaluate_run(tmp_path / "schema", SolvedJudge(), evaluate_times=1, progress=False,
+                               cache_path=str(tmp_path / "judge.jsonl"))
+    assert {str(row[0]) for board in constrained.boards for row in board.body()} == {
+        "schema@constrain-schema@reask-2 (CoT@1)"}
+    assert {str(row[0]) for board in plain.boards for row in board.body()} == {"observe (CoT@1)"}  # upstream
+    assert main(["compare-runs", "--runs", str(tmp_path / "observe"), str(tmp_path / "schema"),
+                 "--out", str(tmp_path / "cmp")]) == 0
+    rows = [line.split("  ")[0] for line in capsys.readouterr().out.splitlines()[1:3]]
+    assert rows == ["constrain=off on-invalid=observe", "constrain=schema on-invalid=reask:2"]

@@ -106,3 +106,32 @@ def test_endpoint_fields(toolset):
     city = schema["properties"]["arguments"]["anyOf"][0]
     assert city["required"] == list(city["properties"])  # strict: every property listed as required
     assert city["properties"]["units"]["type"] == ["string", "null"]  # optional: nullable
+
+
+def test_the_hf_compilers_cache_of_grammars_is_bounded(monkeypatch):
+    """xgrammar keeps every compiled grammar by default (~3.9 MB each for SmolLM2): ours evicts past a limit."""
+    from runners.models import constrain
+
+    info = xgr.TokenizerInfo([chr(c) for c in range(32, 127)] + ['{"', '":'])
+    grammar = 'root ::= "call_{}(" [a-z]{{1,8}} ")"'.format
+    alone = constrain.new_compiler(info, -1)
+    alone.compile_grammar(grammar(0))
+    one = alone.get_cache_size_bytes()  # one compiled grammar
+    limit = 3 * one
+    unbounded, bounded = constrain.new_compiler(info, -1), constrain.new_compiler(info, limit)
+    sizes = []
+    for i in range(60):  # 20 times what fits
+        unbounded.compile_grammar(grammar(i))
+        bounded.compile_grammar(grammar(i))
+        sizes.append(bounded.get_cache_size_bytes())
+    assert unbounded.get_cache_size_bytes() > 20 * limit / 2
+    # xgrammar evicts the least recently used grammars; it may pass the limit by about one grammar
+    assert max(sizes) <= limit + one
+    # the backend's compiler is built with the project's limit
+    monkeypatch.setattr(xgr.TokenizerInfo, "from_huggingface", staticmethod(lambda tokenizer, vocab_size=None: info))
+    tokenizer = object()
+    try:
+        compiler = constrain._compiler(None, tokenizer)
+        assert compiler.cache_limit_bytes == constrain.CACHE_LIMIT_BYTES == 256 * 1024 * 1024
+    finally:
+        constrain._COMPILERS.pop(id(tokenizer), None)

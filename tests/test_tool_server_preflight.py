@@ -12,6 +12,7 @@ from fastapi import FastAPI
 from pydantic import BaseModel
 
 from runners.cli import main
+from tests.ray_support import needs_ray
 from toolbench_adapter.protocol import env as E
 from toolbench_adapter.queries import resolve_root
 from toolbench_adapter.server.app import ServerConfig, build_virtual_server, create_app
@@ -139,9 +140,13 @@ def passes_preflight_then(status: int, body):
     return StandInServer(respond)
 
 
-def test_a_404_no_tool_server_wrote_is_an_infrastructure_failure(tmp_path, capsys):
+@pytest.mark.parametrize("executor", ["threads", pytest.param("ray", marks=needs_ray)])
+def test_a_404_no_tool_server_wrote_is_an_infrastructure_failure(tmp_path, capsys, request, executor):
+    ray = ["--executor", "ray", "--concurrency", "2"] if executor == "ray" else []
+    if ray:  # the workers' own tool-server clients meet the 404; the driver records what they return
+        request.getfixturevalue("ray_cluster")
     with passes_preflight_then(404, {"detail": "Not Found"}) as server:
-        assert main(run_args(tmp_path, "gone", server.url)) == 3
+        assert main([*run_args(tmp_path, "gone", server.url), *ray]) == 3
     run_dir = tmp_path / "gone"
     assert not list(run_dir.glob("G*/*.json"))  # no answer file: a rerun redoes every query
     errors = jsonl(run_dir / "errors.jsonl")

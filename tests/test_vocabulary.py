@@ -145,3 +145,26 @@ def test_the_words_are_defined_once_in_run_help(capsys):
         assert f"{word} {' '.join(DEFINITIONS[word].split())}" in out
     assert "answered valid queries whose final answer is a give_answer" in out
     assert "pass-rate denominator" not in DEFINITIONS["answered"]  # the denominator is the judged queries
+
+
+def test_the_outcome_words_are_defined_once_in_the_library():
+    """How a query ended (finished / infra_failure, the failure kinds): toolbench_adapter/outcomes.py alone assigns
+    them; runners/failures.py re-exports them, and the backend contract no longer does."""
+    from pathlib import Path
+
+    import runners.failures
+    import runners.models.base
+    from toolbench_adapter import outcomes
+
+    words = ("FINISHED", "INFRA_FAILURE", "UNKNOWN", "MODEL_ENDPOINT", "REPLAY_GAP", "TOOL_SERVER", "HARNESS_ERROR",
+             "CONTEXT_LENGTH")
+    for word in words[:2] + words[3:]:
+        assert getattr(runners.failures, word) is getattr(outcomes, word)
+    assert not hasattr(runners.models.base, "MODEL_ENDPOINT")
+    root = Path(__file__).resolve().parent.parent
+    values = "|".join(re.escape(getattr(outcomes, word)) for word in words)
+    # NAME = "word", or NAMES = "...", "word" (a constant of its own, not a key or a label in a table)
+    assignment = re.compile(rf'^\s*[A-Z_]+(\s*,\s*[A-Z_]+)*\s*=\s*("[^"\n]*"\s*,\s*)*"({values})"', re.M)
+    assigning = sorted(path.relative_to(root).as_posix() for package in ("toolbench_adapter", "runners")
+                       for path in (root / package).rglob("*.py") if assignment.search(path.read_text(encoding="utf-8")))
+    assert assigning == ["toolbench_adapter/outcomes.py"]

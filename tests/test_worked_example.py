@@ -35,7 +35,21 @@ def test_nothing_but_the_next_step_follows_an_action_input_json():
     for index, line in enumerate(lines):
         if line.startswith("Action Input: "):
             json.loads(line[len("Action Input: "):])  # the whole rest of the line is the JSON
-            assert index == len(lines) - 1 or lines[index + 1].startswith("Thought: ")
+            # the call's result as the real history writes it, the next Thought, or the end of the example
+            assert index == len(lines) - 1 or lines[index + 1].startswith(("Thought: ", "Function: "))
+
+
+def test_the_example_answers_from_its_functions_result_not_a_placeholder():
+    """call -> result -> Finish: the final answer repeats what the result said (issue 22: with the placeholder
+    "<the answer>" a constrained SmolLM2 copied the placeholder instead of finishing from a result)."""
+    lines = worked_example(sample_toolsets()[0]).splitlines()
+    inputs = [json.loads(line[len("Action Input: "):]) for line in lines if line.startswith("Action Input: ")]
+    (result,) = [json.loads(line[len("Function: "):]) for line in lines if line.startswith("Function: ")]
+    assert [line.split(": ")[0] for line in lines[1:]] == [
+        "Thought", "Action", "Action Input", "Function", "Thought", "Action", "Action Input"]
+    answer = inputs[-1]["final_answer"]
+    assert inputs[-1]["return_type"] == "give_answer" and "<" not in answer
+    assert result["error"] == "" and result["response"]["meaning"] in answer
 
 
 def test_a_query_function_named_like_the_example_is_avoided():

@@ -119,11 +119,14 @@ def write_bytes_atomic(path: str | Path, data: bytes, fsync: bool = False) -> Pa
     except OSError as exc:
         raise output_path_error(path, exc) from None
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+        try:  # the bytes straight to the descriptor: no file object (os.fdopen's buffer) per write
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
             if fsync:  # answer files: survive a power cut, not only a killed process
-                handle.flush()
-                os.fsync(handle.fileno())
+                os.fsync(fd)
+        finally:
+            os.close(fd)
         os.replace(tmp, path)
     except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
@@ -146,7 +149,11 @@ def utf8_safe(text: str) -> str:
 def write_text_atomic(path: str | Path, text: str, *, fsync: bool = False) -> Path:
     """The project's one atomic text writer (temp file in the same folder + os.replace): readers see the old
     file or the new one, never half. ``fsync``: answer files and manifests (resume trusts a file on disk)."""
-    return write_bytes_atomic(path, utf8_safe(text).encode("utf-8"), fsync=fsync)
+    try:  # one encoding: utf8_safe's check encodes too
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
+        data = utf8_safe(text).encode("utf-8")
+    return write_bytes_atomic(path, data, fsync=fsync)
 
 
 def write_json_atomic(path: str | Path, data: Any, *, indent: int | None = 2, fsync: bool = False,

@@ -1,4 +1,5 @@
-"""Name normalisation exactly as upstream (toolbench/utils.py, server/main.py)."""
+"""Name normalisation exactly as upstream (toolbench/utils.py, server/main.py), and upstream's name lookup by
+suffix (rapidapi_wrapper.py)."""
 
 from __future__ import annotations
 
@@ -56,3 +57,13 @@ def server_tool_folder(standard_tool_name: str, category: str) -> str:
     if standard_tool_name.endswith(suffix):
         return standard_tool_name
     return standardize(standard_tool_name) + suffix
+
+
+# here rather than in env/lookup.py: the server's cache builder needs it too, and env/ imports server/ (the
+# client), so env/ is no place server/ may import from
+def suffix_match(name: str, function_names: list[str]) -> str | None:
+    """rapidapi_wrapper._step: the first function whose name ends with ``name`` ("" matches the first)."""
+    for candidate in function_names:
+        if candidate.endswith(name):
+            return candidate
+    return None

@@ -14,23 +14,28 @@ from __future__ import annotations
 import contextlib
 import json
 import statistics
+from collections.abc import Iterable
 from pathlib import Path
 
+from .answers.read import iter_answer_files, load_answer, split_file_name
 from .answers.write import answer_path
-from .evaluation.counts import INFRA_FAILURE, QUERY_LINES, count, read_query_lines
+from .evaluation.counts import Counts, answer_flags, count, count_by_group
 from .fileio import write_text_atomic
+from .outcomes import FINISHED, INFRA_FAILURE
+from .queries import is_group_name
 from .structured.rates import total_stats
 
 MANIFEST = "manifest.json"
 STEPS = "steps.jsonl"
 STEPS_DIR = "steps"
-QUERY_STATS = QUERY_LINES  # "queries.jsonl"
+QUERY_STATS = "queries.jsonl"  # one line per query: outcome (outcomes.py), answer flags and cost
 ERRORS = "errors.jsonl"
 FAILED_DIR = "failed"  # failed/{group}/{query_id}_{method}.json: the partial tree of an infra-failed query
 FANOUT = "fanout.json"  # at the root of a parser fan-out set (one run folder per parser): variants, call counts
 
 __all__ = ["ERRORS", "FAILED_DIR", "FANOUT", "MANIFEST", "QUERY_STATS", "STEPS", "STEPS_DIR", "answer_path", "collect_steps",
-           "failed_path", "is_finished", "remove_empty_dirs", "steps_path", "summarize"]
+           "failed_path", "is_finished", "read_query_lines", "remove_empty_dirs", "run_counts", "run_records",
+           "steps_path", "summarize"]
 
 
 def failed_path(run_dir: str | Path, group: str, query_id: int, method: str) -> Path:
@@ -48,6 +53,41 @@ def is_finished(path: Path) -> bool:
             return "answer_generation" in json.load(handle)
     except (OSError, ValueError):
         return False
+
+
+def read_query_lines(path: str | Path) -> list[dict]:
+    """``queries.jsonl``: the latest line per query (a resumed run appends; a redone query counts once, as what
+    it is now); a line cut by a kill is skipped (that query is re-run and logged again)."""
+    latest: dict[tuple, dict] = {}
+    path = Path(path)
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            with contextlib.suppress(ValueError, KeyError, TypeError):
+                record = json.loads(line)
+                latest[(str(record["group"]), str(record["query_id"]))] = record
+    return list(latest.values())
+
+
+def run_records(run_dir: str | Path, answer_files: Iterable[tuple[str, str, Path]] = ()) -> list[dict]:
+    """One record per query of a run folder: its ``queries.jsonl`` lines, plus a finished record for each
+    answer file ``(group, query_id, path)`` without a line (a folder of answer files only, or a line lost)."""
+    records = read_query_lines(Path(run_dir) / QUERY_STATS)
+    known = {(str(r["group"]), str(r["query_id"])) for r in records}
+    for group, query_id, path in answer_files:
+        if (group, str(query_id)) not in known:
+            data = load_answer(path, group=group).data  # a malformed file is named (InputError)
+            records.append({"group": group, "query_id": query_id, "outcome": FINISHED, **answer_flags(data)})
+    return records
+
+
+def run_counts(run_dir: str | Path) -> dict[str, Counts]:
+    """group -> Counts of a run folder: its queries.jsonl lines, and its answer files ``{group}/{qid}_*.json``
+    that have none."""
+    run_dir = Path(run_dir)
+    answers = [(folder.name, split_file_name(path.name)[0], path)
+               for folder in sorted(p for p in run_dir.iterdir() if p.is_dir() and is_group_name(p.name))
+               for path in iter_answer_files(folder)]
+    return count_by_group(run_records(run_dir, answers))
 
 
 def summarize(run_dir: Path, method: str) -> dict:

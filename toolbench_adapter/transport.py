@@ -33,7 +33,7 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 import requests
-from tenacity import RetryCallState, Retrying, retry_if_exception
+from tenacity import Retrying, retry_if_exception
 from urllib3.exceptions import ReadTimeoutError
 
 from .http_session import EnvCachedSession
@@ -352,24 +352,34 @@ class HttpTransport:
             failovers += failed_over
             raise _AttemptFailed(last.fault, last.detail or "")
 
-        def stop(state: RetryCallState) -> bool:
-            return state.attempt_number - failovers >= self.policy.attempts
+        def stop(attempts: int) -> bool:  # after the ``attempts``-th attempt failed
+            return attempts - failovers >= self.policy.attempts
 
-        def wait(state: RetryCallState) -> float:
+        def wait(attempts: int) -> float:
             if failed_over:
                 return 0.0
             asked = self._asked_wait(last)
             if asked is not None:
                 return min(self.policy.backoff_max_s, asked)
-            return self.policy.wait_after(state.attempt_number - failovers)
+            return self.policy.wait_after(attempts - failovers)
 
-        retrying = Retrying(stop=stop, wait=wait, sleep=self.sleep, reraise=True,
-                            retry=retry_if_exception(lambda exc: isinstance(exc, _AttemptFailed) and exc.kind.transient))
         fault, data = None, None
-        try:
-            data = retrying(attempt)
+        try:  # the first attempt as tenacity would make it, without building a Retrying: most calls end here
+            data = attempt()
         except _AttemptFailed as exc:
             fault = exc.kind
+        if fault is not None and fault.transient and not stop(1):
+            # the rest as before: tenacity's attempt n is attempt n + 1, after the first one's wait
+            self.sleep(wait(1))
+            retrying = Retrying(stop=lambda state: stop(state.attempt_number + 1),
+                                wait=lambda state: wait(state.attempt_number + 1), sleep=self.sleep, reraise=True,
+                                retry=retry_if_exception(lambda exc: isinstance(exc, _AttemptFailed)
+                                                         and exc.kind.transient))
+            fault = None
+            try:
+                data = retrying(attempt)
+            except _AttemptFailed as exc:
+                fault = exc.kind
         response = last.response
         return HttpResult(
             url=url, fault=fault, status=None if response is None else response.status_code, data=data,

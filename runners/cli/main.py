@@ -61,7 +61,8 @@ class TbaParser(argparse.ArgumentParser):
         super().error(message)
 
     def options(self) -> list[str]:
-        return [o for action in self._actions for o in action.option_strings if o not in ("-h", "--help")]
+        # --help is a candidate too (`tba cache --hlep` names it); -h is too short to be anyone's typo
+        return [o for action in self._actions for o in action.option_strings if o != "-h"]
 
     def unknown_flag(self, argument: str) -> bool:
         name = argument.split("=", 1)[0]

@@ -14,7 +14,7 @@ from toolbench_adapter.compat import Compat
 from toolbench_adapter.errors import InputError
 from toolbench_adapter.structured.policy import reask_limit
 
-from ..search.methods import SearchMethod, parse_method
+from ..search.methods import SearchMethod, known_forms, parse_method
 from .settings_check import (
     NO_FLAG,
     Problem,
@@ -68,7 +68,9 @@ class RunConfig:
     concurrency: Count = 1
     seed: int = 42
     shard: str | None = None  # "i/n": this machine runs every n-th query starting at i (1-based)
-    executor: Literal["threads", "ray"] = "threads"  # threads of this process, or ray (runners/execution/executors.py)
+    # a name in runners/execution/executors.py's EXECUTORS (threads of this process, ray, or a plug-in): checked
+    # where the run makes it, as backend and parser are (config/ sits below execution/ and cannot import it)
+    executor: Annotated[str, Field(min_length=1)] = "threads"
     ray_address: str | None = None  # executor ray: the cluster to join (None: start a local one)
     # structured output (runners/search/structured.py; neither is upstream): constrained decoding, and what an invalid
     # reply gets: observe (upstream: the environment answers it) or reask:N (asked again, at most N times)
@@ -152,8 +154,8 @@ EXAMPLES: dict[str, Any] = {
     "cache_dir": "results/cache/tools", "server_rate": 8, "shard": "1/4", "ray_address": "auto",
     "temperature": 0, "stop_after_infra_failures": 10, "on_invalid": "reask:2",
 }
-EXPECTED = {"compat_flags": "a mapping of compat flag names to true or false",
-            "method": "CoT@N or DFS_woFilter_wN", "shard": "i/n with 1 <= i <= n",
+# (the method's forms come from the search-method registry when a message needs them: known_forms)
+EXPECTED = {"compat_flags": "a mapping of compat flag names to true or false", "shard": "i/n with 1 <= i <= n",
             "on_invalid": "observe or reask:N"}
 
 
@@ -165,8 +167,9 @@ def settings_problems(settings: dict[str, Any], in_file: bool) -> list[Problem]:
     problems = [unknown_key_problem(str(key), known) for key in settings if key not in hints]
     for name, value in settings.items():
         if name in hints:
+            expected = {**EXPECTED, "method": known_forms()} if name == "method" else EXPECTED
             problem = check_value(name, hints[name], value, default=defaults[name], examples=EXAMPLES,
-                                  expected=EXPECTED, in_file=in_file)
+                                  expected=expected, in_file=in_file)
             if problem is not None:
                 problems.append(problem)
     if problems:

@@ -33,7 +33,7 @@ from typing import Any, Protocol
 
 from toolbench_adapter.errors import InputError
 from toolbench_adapter.queries import Query
-from toolbench_adapter.registry import Registry
+from toolbench_adapter.registry import Registry, UnknownNameError
 from toolbench_adapter.transport import merge_stats
 
 from ..config import RunConfig
@@ -64,8 +64,19 @@ def _result(future) -> Any:
         return exc
 
 
+def executor_class(name: str) -> type:
+    """The executor registered as ``name`` (this registry, or the entry-point group toolbench_adapter.executors).
+    RunConfig.executor is any string: the names are known here, above config/, so an unknown one is refused
+    where the run makes it (InputError, exit 2, with the registry's "did you mean"), as backends and parsers are."""
+    try:
+        return EXECUTORS.get(name)
+    except UnknownNameError as exc:
+        raise InputError(str(exc), field="executor",
+                         fix="pass a registered name with --executor (or as executor: in the --config file)") from None
+
+
 def make_executor(cfg: RunConfig, **options: Any) -> Executor:
-    return EXECUTORS.get(cfg.executor)(concurrency=cfg.concurrency, address=cfg.ray_address, **options)
+    return executor_class(cfg.executor)(concurrency=cfg.concurrency, address=cfg.ray_address, **options)
 
 
 def pool_stats(obj: Any, depth: int = 4) -> list[dict]:

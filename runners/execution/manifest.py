@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import weakref
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,6 +33,21 @@ def code_version() -> str:
     return f"toolbench-adapter {toolbench_adapter.__version__}" + (f" ({rev})" if rev else "")
 
 
+_RUN_CODE_VERSIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def run_code_version(run: Any) -> str:
+    """code_version() once per run (a Runner): its manifest is written when a session starts and again when it
+    ends (or is interrupted), and each ``git describe`` is a process started from the run's."""
+    try:
+        version = _RUN_CODE_VERSIONS.get(run)
+    except TypeError:  # not weak-referenceable
+        return code_version()
+    if version is None:
+        version = _RUN_CODE_VERSIONS[run] = code_version()
+    return version
+
+
 def build_manifest(run: Any, previous: dict | None, started: float | None = None, finished: float | None = None,
                    outcomes: list | None = None, skipped: int = 0, seconds: float = 0.0,
                    ended: float | None = None) -> dict:
@@ -47,7 +63,7 @@ def build_manifest(run: Any, previous: dict | None, started: float | None = None
         "dialect": run.dialect.describe(),
         "parser": run.parser_name,
         "compat": cfg.compat_settings().as_dict(),
-        "code_version": code_version(),
+        "code_version": run_code_version(run),
         "seed": cfg.seed,
     })
     if started is not None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from toolbench_adapter.evaluation.counts import answer_flags
 from toolbench_adapter.queries import Query
-from toolbench_adapter.runfolder import QUERY_STATS, answer_path, is_finished
+from toolbench_adapter.runfolder import ERRORS, QUERY_STATS, answer_path, is_finished
 
 from ..config import RunConfig, select_queries
 from ..failures import FINISHED_FIELDS
@@ -18,11 +18,25 @@ from ..failures import FINISHED_FIELDS
 
 def pending(cfg: RunConfig, run_dir: Path, append: Callable[[str, dict], None]) -> tuple[list[Query], int]:
     """(queries to run, how many selected ones are done); the lost stats lines of done ones appended first."""
+    for name in (QUERY_STATS, ERRORS):  # an append cut short (a full disk, a kill) would swallow the next line
+        drop_torn_tail(run_dir / name)
     selected = select_queries(cfg)
     todo = [q for q in selected if not is_finished(answer_path(run_dir, q.group, q.query_id, cfg.method))]
     pending_keys = {(q.group, q.query_id) for q in todo}
     recover_stats(cfg, run_dir, [q for q in selected if (q.group, q.query_id) not in pending_keys], append)
     return todo, len(selected) - len(todo)
+
+
+def drop_torn_tail(path: Path) -> None:
+    """Cut a last line without its newline (half a record: no reader can use it), so the next append starts a
+    line of its own. Whole lines are kept as they are."""
+    try:
+        data = path.read_bytes()  # recover_stats reads the whole file anyway
+    except FileNotFoundError:
+        return
+    if data and not data.endswith(b"\n"):
+        with open(path, "rb+") as handle:
+            handle.truncate(data.rfind(b"\n") + 1)
 
 
 def recover_stats(cfg: RunConfig, run_dir: Path, finished: list[Query], append: Callable[[str, dict], None]) -> None:

@@ -17,6 +17,7 @@ resume, resume.py's; the run folder's names, toolbench_adapter/runfolder.py's.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import sys
@@ -45,7 +46,7 @@ from toolbench_adapter.runfolder import (
 
 from ..config import RunConfig
 from ..failures import HARNESS_ERROR, InfraFailure
-from .executors import make_executor
+from .executors import executor_class, make_executor
 from .interrupt import CtrlC, StopNow
 from .manifest import build_manifest, check_manifest, iso_time
 from .preflight import make_backend, prepare
@@ -55,11 +56,19 @@ from .resume import pending
 from .runlock import RunFolderLock
 
 
+class CannotWriteRun(InputError):
+    """A write of the run's own files failed mid-run (a full disk, a folder gone read-only): no query started
+    after it, the session is recorded as interrupted, and the message names the path and the command that goes
+    on (exit 2). Before, the OSError was a traceback with a torn steps.jsonl."""
+
+
 class Runner:
     def __init__(self, cfg: RunConfig, backend=None, server_url: str | None = None, progress: bool = True,
                  client_options: dict | None = None, command: str | None = None, executor=None):
         cfg.validate()
         cfg.search_method()  # an unknown method: exit 2 before a backend is built
+        if executor is None:
+            executor_class(cfg.executor)  # so is an unknown executor
         setup = prepare(cfg, backend if backend is not None else make_backend(cfg))
         self.setup = setup
         self.cfg = cfg = setup.cfg
@@ -88,6 +97,9 @@ class Runner:
         self.halt: InfraFailure | None = None
         self._streak = 0
         self.stopping = False  # set by a first Ctrl-C: queries not started yet are skipped (not recorded)
+        # the first failed write of the run (path, error): set, it stops the run as a first Ctrl-C does
+        self.write_failure: tuple[Path, OSError] | None = None
+        self.unwritten: list[str] = []  # "group/query_id" of queries whose files could not be written
 
     # -- the tool server ------------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -137,12 +149,17 @@ class Runner:
             return
         data = text.encode("utf-8")
         with self._lock:
-            fd = os.open(self.run_dir / STEPS, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
+            if self.write_failure is not None:  # nothing glued to a torn line; the rerun rebuilds the file
+                return
             try:
-                while data:
-                    data = data[os.write(fd, data):]
-            finally:
-                os.close(fd)
+                fd = os.open(self.run_dir / STEPS, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
+                try:
+                    while data:
+                        data = data[os.write(fd, data):]
+                finally:
+                    os.close(fd)
+            except OSError as exc:  # a full disk: the query's own step file holds them (resume rebuilds from it)
+                self._cannot_write(self.run_dir / STEPS, exc)
 
     # -- the whole run -----------------------------------------------------------------------------------
     def pending(self) -> tuple[list[Query], int]:
@@ -206,15 +223,24 @@ class Runner:
                         # run_query records its own outcome and exceptions, unless writing that record failed too
                         # (or the executor lost the query: a Ray worker that died more often than its retries)
                         if not isinstance(outcome, QueryOutcome):
+                            if self._files_unwritten(query, outcome):  # not finished: no answer file, a rerun redoes it
+                                continue
                             outcome = self._unrecorded_failure(query, outcome)
                             self.record_outcome(outcome.stats, outcome.failure)
                         outcomes.append(outcome)
                         tally.add(outcome)
                         bar.update(1)
                         bar.set_postfix_str(tally.text(), refresh=False)
+                if self.write_failure is not None:  # as a Ctrl-C, the queries in flight ended first
+                    raise self._cannot_write_error(outcomes)
                 if ctrl_c.pressed:  # the queries in flight have finished: the session ends as interrupted
                     raise KeyboardInterrupt
                 endpoints = self.executor.endpoint_stats(self, client)  # requests served / failed per endpoint
+            except CannotWriteRun as exc:
+                bar.close()
+                with contextlib.suppress(OSError):  # still full: the session stays recorded as not finished
+                    self._record_interruption(manifest, exc, outcomes, todo, done_before, started)
+                raise
             except KeyboardInterrupt as exc:
                 bar.close()
                 self._record_interruption(manifest, exc, outcomes, todo, done_before, started)
@@ -241,7 +267,7 @@ class Runner:
         """The first Ctrl-C: no query starts from now on (threads skip them, ray dispatches no more)."""
         self.stopping = True
 
-    def _record_interruption(self, manifest: dict, exc: KeyboardInterrupt, outcomes: list[QueryOutcome],
+    def _record_interruption(self, manifest: dict, exc: BaseException, outcomes: list[QueryOutcome],
                              todo: list[Query], skipped: int, started: float) -> None:
         """Ctrl-C: the session gets ``interrupted`` (its time) and no ``finished``, so tba evaluate reads the run
         as interrupted; its counts so far and the totals are recorded. After a second Ctrl-C (StopNow) the
@@ -250,14 +276,43 @@ class Runner:
         in_flight = [f"{q.group}/{q.query_id}" for q in self.executor.in_flight()] if stop_now else []
         if stop_now:
             exc.in_flight = in_flight
-        else:  # the files are whole: steps.jsonl in its stable order (a stop now leaves the appended one)
-            collect_steps(self.run_dir)
+        elif self.write_failure is None:  # the files are whole: steps.jsonl in its stable order (a stop now, or a
+            collect_steps(self.run_dir)  # failed write, leaves the appended one: the rerun rebuilds it)
+        unfinished = in_flight + self.unwritten
         now = time.time()
         manifest = self._manifest(manifest, ended=now, outcomes=outcomes, skipped=skipped, seconds=now - started)
         manifest["sessions"][-1].update(
-            interrupted=iso_time(now), stopped_now=stop_now, not_finished=in_flight,
-            not_started=max(0, len(todo) - len(outcomes) - len(in_flight)), executor=self.executor.name)
+            interrupted=iso_time(now), stopped_now=stop_now, not_finished=unfinished,
+            not_started=max(0, len(todo) - len(outcomes) - len(unfinished)), executor=self.executor.name)
         write_json_atomic(self.run_dir / MANIFEST, manifest, fsync=True)
+
+    def _cannot_write(self, path: Path, exc: OSError) -> None:
+        """A write of the run failed: like a first Ctrl-C, no query starts from now on; the first failure is kept
+        for the message. Never takes self._lock (the appends call it holding it)."""
+        if self.write_failure is None:
+            self.write_failure = (Path(path), exc)
+            tqdm.write(f"tba run: {_write_problem(path, exc)}: starting no more queries; waiting for the "
+                       f"{len(self.executor.in_flight())} in flight", file=sys.stderr)
+        self.stopping = True
+
+    def _files_unwritten(self, query: Query, exc: Exception) -> bool:
+        """An OSError out of run_query (which records every other exception itself) is its files failing to be
+        written: the query is not finished, the run stops starting queries. A Ray task error wraps it."""
+        cause = getattr(exc, "cause", exc)
+        if not isinstance(cause, OSError):
+            return False
+        path = getattr(cause, "path", None) or getattr(cause, "filename", None) or self.run_dir
+        self._cannot_write(Path(path), cause)
+        self.unwritten.append(f"{query.group}/{query.query_id}")
+        return True
+
+    def _cannot_write_error(self, outcomes: list[QueryOutcome]) -> CannotWriteRun:
+        path, exc = self.write_failure
+        redo = self.command or "the same tba run command"
+        return CannotWriteRun(
+            f"{_write_problem(path, exc)}: no query started after it; the session is recorded as interrupted "
+            f"({len(outcomes)} queries ended this session, {len(self.unwritten)} could not be written: a rerun "
+            "redoes those and skips the finished ones)", fix=f"free space and rerun {redo}")
 
     def _unrecorded_failure(self, query: Query, exc: Exception) -> QueryOutcome:
         return self._empty_failure(query, InfraFailure(HARNESS_ERROR, f"{type(exc).__name__}: {exc}"))
@@ -305,7 +360,24 @@ class Runner:
 
     def _append(self, name: str, record: dict) -> None:
         with self._lock:
+            if self.write_failure is not None:  # nothing glued to a torn line; resume mends the lost ones
+                return
             path = self.run_dir / name
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with open(path, "a", encoding="utf-8") as handle:
-                handle.write(json.dumps(record) + "\n")
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                with open(path, "a", encoding="utf-8") as handle:
+                    handle.write(json.dumps(record) + "\n")
+            except OSError as exc:  # a full disk: the answer file is the record (resume.recover_stats)
+                self._cannot_write(path, exc)
+
+
+def _write_problem(path: Path, exc: OSError) -> str:
+    """"disk full at PATH", else "cannot write at PATH (reason)". An OutputPathError keeps the OSError it
+    replaced as its context."""
+    cause: BaseException | None = exc
+    while cause is not None and not getattr(cause, "errno", None):
+        cause = cause.__context__
+    if cause is not None and cause.errno in (errno.ENOSPC, errno.EDQUOT):
+        return f"disk full at {path}"
+    reason = getattr(cause, "strerror", None) or str(exc)
+    return f"cannot write at {path} ({reason})"

@@ -19,7 +19,6 @@ from pathlib import Path
 
 from toolbench_adapter.answers.convert import convert_folder
 from toolbench_adapter.errors import InputError
-from toolbench_adapter.evaluation.counts import INFRA_FAILURE, run_counts
 from toolbench_adapter.evaluation.evaluations import (
     TABLES_DIR,
     EvaluationWriter,
@@ -35,9 +34,20 @@ from toolbench_adapter.evaluation.judge import make_judge
 from toolbench_adapter.evaluation.preflight import prepare_judge
 from toolbench_adapter.evaluation.run_judge import judge_file
 from toolbench_adapter.fileio import write_json_atomic, write_text_atomic
+from toolbench_adapter.outcomes import INFRA_FAILURE
 from toolbench_adapter.queries import GROUPS, QuerySet, is_group_name
 from toolbench_adapter.report import tables, taxonomy
-from toolbench_adapter.runfolder import ERRORS, MANIFEST, QUERY_STATS, STEPS, answer_path, is_finished, summarize
+from toolbench_adapter.runfolder import (
+    ERRORS,
+    MANIFEST,
+    QUERY_STATS,
+    STEPS,
+    STEPS_DIR,
+    answer_path,
+    is_finished,
+    run_counts,
+    summarize,
+)
 from toolbench_adapter.structured.describe import row_suffix
 
 from ..config import RunConfig, select_queries
@@ -199,7 +209,7 @@ def read_manifest(run_dir: Path) -> dict:
     run_dir = Path(run_dir)
     manifest_path = run_dir / MANIFEST
     if not manifest_path.exists():
-        if run_dir.is_dir() and any((run_dir / name).exists() for name in (QUERY_STATS, STEPS, "steps")):
+        if run_dir.is_dir() and any((run_dir / name).exists() for name in (QUERY_STATS, STEPS, STEPS_DIR)):
             raise InputError("the run was interrupted before it wrote manifest.json: it cannot be scored (which "
                              "queries, method and settings it ran is not recorded)", path=run_dir,
                              field="manifest.json", fix="rerun the tba run command that wrote this folder: "

@@ -18,11 +18,8 @@ import inspect
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from toolbench_adapter.errors import InputError
+from toolbench_adapter.errors import OptionError
 from toolbench_adapter.registry import Registry
-
-# the failure kinds a backend sets (error_kind) live in the leaf runners/failures.py; named here for backends
-from ..failures import CONTEXT_LENGTH, MODEL_ENDPOINT, REPLAY_GAP  # noqa: F401
 
 
 @dataclass
@@ -47,7 +44,8 @@ class Completion:
     latency_s: float = 0.0
     finish_reason: str | None = None
     error: str | None = None  # set when the backend gave up after retries
-    # MODEL_ENDPOINT or REPLAY_GAP: an infrastructure failure, not the model's; CONTEXT_LENGTH: the model's limit
+    # (runners/failures.py) MODEL_ENDPOINT or REPLAY_GAP: an infrastructure failure, not the model's;
+    # CONTEXT_LENGTH: the model's limit
     error_kind: str | None = None
     raw: Any = None
 
@@ -90,9 +88,9 @@ def backend_option(name: str, value: Any, kind: type = float) -> Any:
         return value
     try:
         return kind(value)
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"backend option {name}={value!r} is not a{'n integer' if kind is int else ' number'}",
-                         field=name, fix=f"write e.g. --backend-option {name}=3") from exc
+    except (TypeError, ValueError) as exc:  # an OptionError: a caller that read a config file names it
+        raise OptionError(f"backend option {name}={value!r} is not a{'n integer' if kind is int else ' number'}",
+                          setting="backend_options", key=name, example=3) from exc
 
 
 def reject_unknown_options(backend_class: type, unknown: dict) -> None:
@@ -100,5 +98,5 @@ def reject_unknown_options(backend_class: type, unknown: dict) -> None:
     if unknown:
         params = inspect.signature(backend_class.__init__).parameters.values()
         known = [p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY]
-        raise InputError(f"the {backend_class.name} backend has no option {', '.join(map(repr, sorted(unknown)))}",
-                         field="--backend-option", fix=f"known options: {', '.join(known)}")
+        raise OptionError(f"the {backend_class.name} backend has no option {', '.join(map(repr, sorted(unknown)))}",
+                          setting="backend_options", key=sorted(unknown)[0], known=known)

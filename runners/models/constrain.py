@@ -1,7 +1,7 @@
 """Constrained decoding per backend: what each one does with ``request.extra["constraint"]``.
 
 - hf: an xgrammar logits processor (the reply's EBNF, or its JSON schema, compiled once per grammar against the
-  model's tokenizer; xgrammar caches compiled grammars).
+  model's tokenizer; xgrammar caches compiled grammars, up to CACHE_LIMIT_BYTES).
 - OpenAI-compatible endpoints, by what the server offers (backend option ``structured``, default auto: read from
   GET /models, whose ``owned_by`` is "vllm" on vLLM and "openai"/"system" on OpenAI's API):
   - vllm: ``structured_outputs: {"grammar": EBNF}`` (vLLM's structured outputs, 0.10 and later; its xgrammar
@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from toolbench_adapter.errors import InputError
+from toolbench_adapter.errors import OptionError
 from toolbench_adapter.structured.grammar import INSTALL_FIX, Constraint, schema_text
 
 VLLM, OPENAI, NONE, AUTO = "vllm", "openai", "none", "auto"
@@ -32,6 +32,11 @@ OPENAI_JSON_FORMATS = ("json-object", "judge")  # what OpenAI's response_format 
 
 _COMPILERS: dict[int, Any] = {}
 _COMPILERS_LOCK = threading.Lock()
+# xgrammar keeps every compiled grammar unless told otherwise (cache_limit_bytes=-1): a query's grammar compiled
+# against SmolLM2's 49k-token vocabulary takes ~3.9 MB, so a full StableToolBench run (1,100 queries) would hold
+# ~4 GB. Least recently used grammars go past this limit (xgrammar may exceed it by about one grammar); a query
+# compiles its grammar once and reuses it on every turn, so ~65 grammars in memory lose nothing.
+CACHE_LIMIT_BYTES = 256 * 1024 * 1024
 
 
 def hf_support() -> str | None:
@@ -50,8 +55,15 @@ def _compiler(model, tokenizer):
         if key not in _COMPILERS:
             vocab = getattr(getattr(model, "config", None), "vocab_size", None)
             info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=vocab)
-            _COMPILERS[key] = xgr.GrammarCompiler(info, max_threads=1)
+            _COMPILERS[key] = new_compiler(info)
         return _COMPILERS[key]
+
+
+def new_compiler(info, cache_limit_bytes: int = CACHE_LIMIT_BYTES):
+    """One xgrammar GrammarCompiler for a tokenizer, its cache of compiled grammars bounded."""
+    import xgrammar as xgr
+
+    return xgr.GrammarCompiler(info, max_threads=1, cache_limit_bytes=cache_limit_bytes)
 
 
 def compiled(constraint: Constraint, model, tokenizer):
@@ -75,8 +87,8 @@ def hf_logits_processors(constraint: Constraint | None, model, tokenizer) -> lis
 def flavour_option(value: str) -> str:
     """--backend-option structured=auto|vllm|openai|none, checked."""
     if value not in FLAVOURS:
-        raise InputError(f"backend option structured={value!r} is not one of {', '.join(FLAVOURS)}",
-                         field="structured", fix="write e.g. --backend-option structured=vllm (auto: from GET /models)")
+        raise OptionError(f"backend option structured={value!r} is not one of {', '.join(FLAVOURS)} (auto: from "
+                          "GET /models)", setting="backend_options", key="structured", example="vllm")
     return value
 
 

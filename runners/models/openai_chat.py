@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from toolbench_adapter.errors import InputError
+from toolbench_adapter.errors import OptionError
 
 from ..failures import CONTEXT_LENGTH, MODEL_ENDPOINT
 from . import constrain
@@ -58,9 +58,9 @@ def response_format_option(value: str | dict | None) -> dict | None:
         return value
     if value == "json_object":
         return {"type": "json_object"}
-    raise InputError(f"backend option response_format={value!r} is not json_object or text", field="response_format",
-                     fix="write --backend-option response_format=json_object, or give a response_format object "
-                     "under backend_options in a --config file")
+    raise OptionError(f"backend option response_format={value!r} is not json_object or text (or a response_format "
+                      "object, in a --config file)", setting="backend_options", key="response_format",
+                      example="json_object")
 
 
 def read_message(data: dict, url: str) -> dict:

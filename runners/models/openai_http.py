@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import requests
 
-from toolbench_adapter.errors import InputError
+from toolbench_adapter.errors import InputError, OptionError
 from toolbench_adapter.server.ratelimit import shared_limiter
 from toolbench_adapter.transport import FaultKind, HttpResult, HttpTransport, RetryPolicy, short, url_list
 
@@ -116,8 +116,8 @@ class OpenAIEndpoint:
             self.api_key = os.environ.get("OPENAI_API_KEY")
         for name in ("retries", "backoff", "backoff_max"):
             if getattr(self, name) < 0:
-                raise InputError(f"{name}={getattr(self, name)} is negative", field=name,
-                                 fix=f"write e.g. --backend-option {name}=3")
+                raise OptionError(f"{name}={getattr(self, name)} is negative", setting="backend_options", key=name,
+                                  example=3)
         policy = RetryPolicy(attempts=self.retries + 1, backoff_s=self.backoff, backoff_max_s=self.backoff_max)
         # connecting should take seconds even when generating takes minutes
         self.transport = HttpTransport.over(self.base_urls, lambda url: shared_limiter(url, self.rate_per_s),

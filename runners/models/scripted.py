@@ -13,7 +13,9 @@ import threading
 import time
 from collections.abc import Callable
 
-from .base import Completion, ModelRequest
+from toolbench_adapter.errors import OptionError
+
+from .base import Completion, ModelRequest, backend_option, reject_unknown_options
 
 
 def scripted_call(tools: list[dict] | None, turn: int, final_answer: str = "scripted answer") -> dict:
@@ -39,12 +41,19 @@ class ScriptedBackend:
     name = "scripted"
     natural_dialect: str | None = "openai-tools"  # the default script answers with native tool calls
 
-    def __init__(self, script: Callable[[ModelRequest], Completion | str] | None = None, delay_s: float = 0.0,
-                 model: str = "scripted", natural_dialect: str | None = None, **_: object):
+    def __init__(self, script: Callable[[ModelRequest], Completion | str] | None = None, *, delay_s: float = 0.0,
+                 model: str = "scripted", natural_dialect: str | None = None,
+                 base_url: str | list[str] | None = None,  # accepted so every backend takes the same keywords; not used
+                 api_key: str | None = None, **unknown: object):
+        # its known options, as the other backends: --backend-option retries=lots is exit 2, not recorded and ignored
+        reject_unknown_options(type(self), unknown)
         self.script = script or default_script
         if script is not None:
             self.natural_dialect = natural_dialect
-        self.delay_s = float(delay_s)
+        self.delay_s = backend_option("delay_s", delay_s)
+        if self.delay_s < 0:
+            raise OptionError(f"delay_s={self.delay_s} is negative", setting="backend_options", key="delay_s",
+                              example=0.1)
         self.model_name = model
         self.requests: list[ModelRequest] = []
         self._lock = threading.Lock()

@@ -46,6 +46,8 @@ class Budget:
     expand_counter: int = 0
     model_seconds: float = 0.0
     env_seconds: float = 0.0
+    # the search's model-call cap (DFSDT's max_query_count; None: CoT has none): re-asks stop at it too
+    call_cap: int | None = None
 
 
 @dataclass

@@ -38,6 +38,7 @@ class DFSResult:
 def run_dfs(agent: Agent, ctx: QueryContext, root: Node, width: int = 2, max_step: int = 12,
             max_query_count: int = 200, dead_end_back_length: int = 1) -> DFSResult:
     result = DFSResult(root=root)
+    ctx.budget.call_cap = max_query_count  # --on-invalid reask:N asks no more once the cap is reached
 
     def previous_candidates(node: Node) -> list[dict]:
         candidates = []

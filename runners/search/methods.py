@@ -65,7 +65,11 @@ def known_forms() -> str:
     """"CoT@N (e.g. CoT@1) or DFS_woFilter_wN (e.g. DFS_woFilter_w2)": every registered method, for messages."""
     forms = []
     for family in SEARCH_METHODS.names():
-        method = SEARCH_METHODS.get(family)
+        try:  # `tba run --help` lists them: a plug-in that fails to import must not break every command
+            method = SEARCH_METHODS.get(family)
+        except Exception as exc:  # noqa: BLE001 (any import error of a third party's module)
+            forms.append(f"{family}... (cannot be loaded: {type(exc).__name__}: {exc})")
+            continue
         forms.append(f"{method.form} (e.g. {method.example})")
     return ", ".join(forms[:-1]) + " or " + forms[-1] if len(forms) > 1 else "".join(forms)
 

@@ -90,6 +90,9 @@ class StructuredOutput:
             found = flat(step_violations(parsed, ctx.toolset))
             if not found:
                 return completion
+            cap = ctx.budget.call_cap
+            if cap is not None and ctx.budget.query_count >= cap:  # DFSDT's cap: the search discards this reply
+                return completion
             first = parsed.calls[0] if parsed.calls else None
             agent._record(ctx, ctx.budget.query_count, node, parsed, first, None, completion=completion,
                           violations=found)

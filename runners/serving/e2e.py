@@ -23,6 +23,7 @@ from pathlib import Path
 import requests
 
 from toolbench_adapter.fileio import write_json_atomic
+from toolbench_adapter.runfolder import MANIFEST
 
 from ..models.local_model import convert_default_model, default_cache_folder, is_converted
 from .engine import (
@@ -132,8 +133,8 @@ def run_and_evaluate(args, outcome: Outcome, base_url: str, model: str) -> None:
         record = {"name": name, "backend": backend, "method": method, "constrain": bool(constrained),
                   "config": str(config.relative_to(PROJECT_ROOT)), "run_exit": run.returncode,
                   "run_seconds": run.seconds}
-        if (run_dir / "manifest.json").exists():
-            record["totals"] = json.loads((run_dir / "manifest.json").read_text())["totals"]
+        if (run_dir / MANIFEST).exists():
+            record["totals"] = json.loads((run_dir / MANIFEST).read_text())["totals"]
         # 3: infrastructure failures (tba evaluate would refuse the run); the step already fails the e2e
         if run.returncode == 0 and record.get("totals", {}).get("queries"):
             evaluation = run_step(outcome, f"evaluate {name}", tba(

@@ -24,7 +24,8 @@ from starlette.requests import ClientDisconnect
 
 from toolbench_adapter.server.limits import read_body_capped
 
-from ..models.base import CONTEXT_LENGTH, Completion, ModelRequest
+from ..failures import CONTEXT_LENGTH
+from ..models.base import Completion, ModelRequest
 
 COMPLETIONS_DEFAULT_MAX_TOKENS = 16  # the OpenAI API's own default for /v1/completions
 CHAT_DEFAULT_MAX_TOKENS = 1024

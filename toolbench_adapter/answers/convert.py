@@ -50,17 +50,20 @@ def tool_step(name: Any, arguments: Any, response: Any) -> Step:
     return Step("tool", {"name": name, "arguments": arguments, "response": response})
 
 
-def fallback_kind(method: str) -> str | None:
-    """Upstream picks the invalid-answer fallback from the --method text, not from the file."""
+def fallback_kind(method: str, data: dict[str, Any] | None = None) -> str | None:
+    """Upstream picks the invalid-answer fallback from the --method text, not from the file: kept for a method
+    that names CoT or DFS (a file converted under the other's name draws as upstream's would). Any other
+    method (a plug-in search method) gets the fallback of its file's shape: ``tree`` (a walked tree) as DFS,
+    ``trys`` (chains) as CoT; None when the file has neither."""
     if "CoT" in method or "cot" in method:
         return "cot"
     if "DFS" in method or "dfs" in method:
         return "dfs"
+    if data is not None and "tree" in data:
+        return "dfs"
+    if data is not None and "trys" in data:
+        return "cot"
     return None
-
-
-class NoFallbackForMethod(InputError):
-    """--method cannot convert invalid answers: a problem of the command, not of one file."""
 
 
 @dataclass
@@ -99,7 +102,7 @@ class Converter:
         }
 
     def _attach_fallback(self, user: Step, answer: AnswerFile) -> None:
-        kind = fallback_kind(self.method)
+        kind = fallback_kind(self.method, answer.data)
         if kind == "cot":
             trys = answer.data.get("trys") or []
             # upstream: random.choice(trys); an empty list crashed there, here it yields no steps
@@ -112,10 +115,10 @@ class Converter:
             top = copy.deepcopy(answer.data["tree"]["tree"].get("children", []))
             user.children.extend(build_tree(node) for node in top)
             purify(user, answer.path)
-        else:
-            raise NoFallbackForMethod(f"method {self.method!r} names neither CoT nor DFS, so an invalid answer has "
-                                      "no fallback", path=answer.path, field="answer_generation.valid_data",
-                                      fix="pass --method with CoT or DFS in it (e.g. CoT@1, DFS_woFilter_w2)")
+        else:  # this file's problem, not the method's: refused alone
+            raise InputError(f"an invalid answer of method {self.method!r} needs its chains (trys) or its tree "
+                             "for the fallback, and this file has neither", path=answer.path, field="trys",
+                             fix="re-run this query, or leave the file out")
 
     def random_walk(self, root: Step) -> list[Step]:
         """Root to a leaf, drawing at every node (upstream's reduce_graph_to_sequence)."""
@@ -318,7 +321,7 @@ def convert_folder(answer_dir: str | Path | list[str | Path], method: str, *, or
                                      field="query id", fix="convert one run (one file per query id) at a time")
             converted[query_id] = converter.convert(answer)
             seen[query_id] = path
-        except (NoFallbackForMethod, _AnsweredTwice):
+        except _AnsweredTwice:
             raise
         except (InputError, RecursionError, *_WALK_ERRORS) as exc:
             if refused is None:

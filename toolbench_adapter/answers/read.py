@@ -182,6 +182,8 @@ def iter_run_folder(run_dir: str | Path, method: str | None = None,
 
 
 # -- answer files in any layout (released runs, forks, renamed copies) ---------------------------------------
+# upstream's two methods are found even behind a model name (69_ChatGPT_DFS_woFilter_w2.json); any other method
+# (a plug-in's, which this library cannot list) is the name's tail after the query id
 METHOD_AT_END = re.compile(r"(CoT@\d+|DFS_woFilter_w\d+)$")
 _GROUP_TOKEN = re.compile(r"(?:^|[^A-Za-z0-9])(" + "|".join(GROUPS) + r")(?![A-Za-z0-9])")
 
@@ -199,14 +201,19 @@ class AnswerIdentity:
 
 def identify_answer_path(path: str | Path) -> AnswerIdentity:
     """``{qid}_{method}.json``, ``{qid}_{model}_{method}.json``, ``..._G2_instruction_toolllama-2_81506_CoT@1.json``:
-    the method is the trailing CoT@N / DFS_woFilter_wN, the query id the last all-digit ``_`` token before it."""
+    the method is the trailing CoT@N / DFS_woFilter_wN, the query id the last all-digit ``_`` token before it.
+    Any other method is everything after the last all-digit token (``81506_Toy@3.json``: Toy@3; a model name
+    between the two stays in it, and a method whose last ``_`` token is all digits is taken for a query id)."""
     path = Path(path)
     stem = path.name[:-len(".json")] if path.name.endswith(".json") else path.name
     match = METHOD_AT_END.search(stem)
     method = match.group(1) if match else None
     head = stem[:match.start()] if match else stem
-    digits = [token for token in head.split("_") if token.isdigit()]
-    query_id = int(digits[-1]) if digits else None
+    tokens = head.split("_")
+    digits = [index for index, token in enumerate(tokens) if token.isdigit()]
+    query_id = int(tokens[digits[-1]]) if digits else None
+    if method is None and digits:
+        method = "_".join(tokens[digits[-1] + 1:]) or None
     group = None
     for name in (stem, *(p.name for p in path.parents)):
         found = _GROUP_TOKEN.search(name)

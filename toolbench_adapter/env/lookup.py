@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..naming import suffix_match
+
 
 @dataclass(frozen=True)
 class NameMatch:
@@ -14,14 +16,6 @@ class NameMatch:
     @property
     def differs(self) -> bool:
         return self.exact != self.suffix
-
-
-def suffix_match(name: str, function_names: list[str]) -> str | None:
-    """rapidapi_wrapper._step: the first function whose name ends with ``name`` ("" matches the first)."""
-    for candidate in function_names:
-        if candidate.endswith(name):
-            return candidate
-    return None
 
 
 def match_name(name: str, function_names: list[str], use_suffix: bool) -> NameMatch:

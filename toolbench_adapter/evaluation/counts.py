@@ -9,19 +9,14 @@ that ``answer_flags`` reads off the query's answer file.
 
 from __future__ import annotations
 
-import contextlib
-import json
 import textwrap
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from ..answers.read import iter_answer_files, load_answer, split_file_name
-from ..queries import is_group_name
+from ..outcomes import FINISHED, HARNESS_ERROR, INFRA_FAILURE
 
-FINISHED, INFRA_FAILURE, UNKNOWN = "finished", "infra_failure", "unknown"
-QUERY_LINES = "queries.jsonl"
+# reading a run folder's records (queries.jsonl, answer files) is the layout's job: runfolder.py
 
 # README "Runs" says the same; `tba run --help` prints these lines
 DEFINITIONS = {
@@ -29,6 +24,8 @@ DEFINITIONS = {
     "valid": "finished queries whose answer file has valid_data (a final answer, or for DFSDT a give-up "
              "chosen as upstream does)",
     "answered": "valid queries whose final answer is a give_answer",
+    "context length": "finished queries in which the model endpoint refused a request as longer than the model's "
+                      "context (the chain ended there, as upstream's does)",
     "win": "finished queries whose search reached Finish with give_answer (upstream's \"win\" flag: not a "
            "judged pass; tba evaluate RUN judges them)",
     "judged": "the queries a pass rate divides by: upstream, every finished query's answer file (one "
@@ -66,6 +63,7 @@ class Counts:
     win: int = 0
     infra_failures: int = 0
     outcome_unknown: int = 0  # a run written before outcomes were recorded (the report reads it so)
+    context_length: int = 0  # DEFINITIONS["context length"]: the model's limit, an outcome of finished queries
     infra_failures_by_kind: Counter = field(default_factory=Counter)
 
     def add(self, record: Mapping) -> None:
@@ -74,10 +72,11 @@ class Counts:
         self.queries += 1
         if outcome == INFRA_FAILURE:
             self.infra_failures += 1
-            self.infra_failures_by_kind[record.get("failure_kind") or "harness_error"] += 1
+            self.infra_failures_by_kind[record.get("failure_kind") or HARNESS_ERROR] += 1
             return  # an infrastructure failure has no answer: it is neither valid nor answered nor a win
         self.finished += outcome == FINISHED
         self.outcome_unknown += outcome != FINISHED
+        self.context_length += bool(record.get("context_length"))  # runfolder.summarize's totals count the same
         self.valid += bool(record.get("valid_data"))
         self.answered += bool(record.get("answered", record.get("valid_data")))  # older lines: valid
         self.win += bool(record.get("win"))
@@ -100,38 +99,3 @@ def count_by_group(records: Iterable[Mapping]) -> dict[str, Counts]:
     for record in records:
         groups.setdefault(str(record["group"]), Counts()).add(record)
     return groups
-
-
-def read_query_lines(path: str | Path) -> list[dict]:
-    """``queries.jsonl``: the latest line per query (a resumed run appends; a redone query counts once, as what
-    it is now); a line cut by a kill is skipped (that query is re-run and logged again)."""
-    latest: dict[tuple, dict] = {}
-    path = Path(path)
-    if path.exists():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            with contextlib.suppress(ValueError, KeyError, TypeError):
-                record = json.loads(line)
-                latest[(str(record["group"]), str(record["query_id"]))] = record
-    return list(latest.values())
-
-
-def run_records(run_dir: str | Path, answer_files: Iterable[tuple[str, str, Path]] = ()) -> list[dict]:
-    """One record per query of a run folder: its ``queries.jsonl`` lines, plus a finished record for each
-    answer file ``(group, query_id, path)`` without a line (a folder of answer files only, or a line lost)."""
-    records = read_query_lines(Path(run_dir) / QUERY_LINES)
-    known = {(str(r["group"]), str(r["query_id"])) for r in records}
-    for group, query_id, path in answer_files:
-        if (group, str(query_id)) not in known:
-            data = load_answer(path, group=group).data  # a malformed file is named (InputError)
-            records.append({"group": group, "query_id": query_id, "outcome": FINISHED, **answer_flags(data)})
-    return records
-
-
-def run_counts(run_dir: str | Path) -> dict[str, Counts]:
-    """group -> Counts of a run folder: its queries.jsonl lines, and its answer files ``{group}/{qid}_*.json``
-    that have none."""
-    run_dir = Path(run_dir)
-    answers = [(folder.name, split_file_name(path.name)[0], path)
-               for folder in sorted(p for p in run_dir.iterdir() if p.is_dir() and is_group_name(p.name))
-               for path in iter_answer_files(folder)]
-    return count_by_group(run_records(run_dir, answers))

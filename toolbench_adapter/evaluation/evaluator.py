@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import InputError
 from ..protocol.evaluation import (
@@ -66,6 +68,53 @@ class EvaluatorSpec:
                                  path=self.path, fix="use an evaluator folder laid out like tooleval_gpt-3.5-turbo_default")
 
 
+class _Function(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    name: Annotated[str, Field(strict=True, min_length=1)]
+
+
+class _CompletionsKwargs(BaseModel):
+    """What the judge sends from config.yaml's completions_kwargs, typed (strict: YAML's "0.2" is text); other
+    keys (upstream's model, timeout, ...) are read by nothing here and pass."""
+
+    model_config = ConfigDict(extra="allow")
+    temperature: Annotated[float, Field(strict=True, ge=0, allow_inf_nan=False)] | None = None
+    max_tokens: Annotated[int, Field(strict=True, ge=1)] | None = None
+    functions: Annotated[list[_Function], Field(strict=True)] = []
+
+
+# what each checked key takes, and a value that would do (upstream's own)
+_KWARGS_FIX = {"temperature": ("a number of at least 0", "temperature: 0.2"),
+               "max_tokens": ("a whole number of at least 1", "max_tokens: 1000"),
+               "functions": ("a list of function objects, each with a name",
+                             "- name: check_answer_status, with its description and parameters, as "
+                             "toolbench_adapter/evaluation/evaluators/default/config.yaml writes them")}
+
+
+def check_completions_kwargs(kwargs: Any, config_path: Path) -> dict[str, Any]:
+    """config.yaml's completions_kwargs, checked before any judge is asked: InputError (exit 2) naming the file,
+    the field and the fix. Before, ``temperature: hot`` went to the judge as is."""
+    if kwargs is None:
+        return {}
+    if not isinstance(kwargs, dict):
+        raise InputError(f"completions_kwargs must be a mapping (got {json.dumps(kwargs, default=str)})",
+                         path=config_path, field="completions_kwargs",
+                         fix="write it as keys under completions_kwargs:, e.g. max_tokens: 1000 and temperature: 0.2")
+    try:
+        _CompletionsKwargs.model_validate(kwargs)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        key = str(error["loc"][0])
+        where = "completions_kwargs" + "".join(f"[{part}]" if isinstance(part, int) else f".{part}"
+                                               for part in error["loc"])
+        want, example = _KWARGS_FIX[key]
+        got = json.dumps(error["input"], default=str, ensure_ascii=False)
+        more = f" ({len(exc.errors()) - 1} more problem(s) after it)" if len(exc.errors()) > 1 else ""
+        raise InputError(f"{key} must be {want} (got {got}){more}", path=config_path, field=where,
+                         fix=f"write e.g. {example} under completions_kwargs") from None
+    return kwargs
+
+
 def resolve_evaluator(name_or_path: str | Path | None, search_dirs: list[str | Path] = ()) -> Path:
     """A folder path, the name ``default`` (the project's own), or a folder name under a search dir."""
     chosen = str(name_or_path or DEFAULT_EVALUATOR)
@@ -97,8 +146,8 @@ def load_evaluator(name_or_path: str | Path | None = None, search_dirs: list[str
         template_text = template_path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InputError("prompt template not found", path=template_path, field="prompt_template") from None
-    kwargs: dict[str, Any] = config.get("completions_kwargs") or {}
-    functions = {f["name"]: f for f in kwargs.get("functions", []) if isinstance(f, dict) and "name" in f}
+    kwargs = check_completions_kwargs(config.get("completions_kwargs"), config_path)
+    functions = {f["name"]: f for f in kwargs.get("functions") or []}
     templates = {}
     for block in re.findall(TEMPLATE_FUNCTION_RE, template_text, re.DOTALL):
         names = re.findall(TEMPLATE_NAME_RE, block, re.DOTALL)

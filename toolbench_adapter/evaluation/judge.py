@@ -35,7 +35,6 @@ from ..structured.grammar import judge_constraint
 from .chat import ChatClient, ChatError
 from .evaluator import EvaluatorSpec
 from .labels import Label
-from .preflight import PREFLIGHT_PROMPT
 from .steps import ends_with_finish, get_steps
 
 # the failure a forced tool call together with a JSON response mode causes (runners/search/structured.py says it too)
@@ -126,10 +125,11 @@ class FunctionJudge(ABC):
                     self.malformed += 1
         raise JudgeFailure(f"{function}: no usable verdict after {self.attempts} attempts ({problem})")
 
-    def probe(self) -> dict:
-        """One request in this judge's shape (forced tool call or JSON prompt) with the preflight's test prompt;
-        not counted in ``requests`` and not read as a verdict. Raises ChatError when the endpoint fails."""
-        return self._request(CHECK_ANSWER_STATUS, PREFLIGHT_PROMPT)
+    def probe(self, prompt: str) -> dict:
+        """One request in this judge's shape (forced tool call or JSON prompt) with the preflight's test
+        ``prompt`` (passed in: preflight.py imports this module, never the reverse); not counted in ``requests``
+        and not read as a verdict. Raises ChatError when the endpoint fails."""
+        return self._request(CHECK_ANSWER_STATUS, prompt)
 
     def reply_problem(self, message: dict) -> str | None:
         """Why the probe's reply is not in the shape this mode reads (None: it is). A JSON prompt's test reply

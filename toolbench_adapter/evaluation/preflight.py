@@ -26,6 +26,7 @@ from typing import Any
 from ..errors import InputError
 from ..transport import FaultKind
 from .chat import ChatError
+from .judge import make_judge
 
 PREFLIGHT_MARKER = "tba-judge-preflight"  # stand-ins in tests recognise the test request by it
 PREFLIGHT_PROMPT = (f"[{PREFLIGHT_MARKER}] This is a connectivity check before judging. "
@@ -48,8 +49,6 @@ def prepare_judge(client: Any, spec: Any, mode: str = "auto", *, warn: Callable[
                   **options: Any) -> Any:
     """The judge (judge.py's FunctionJudge) for ``client``, checked as ``preflight_judge`` does, its mode settled
     by asking when ``auto``; ``judge.mode_choice`` says how. InputError (exit 2) with the fix otherwise."""
-    from .judge import make_judge
-
     warn = warn or (lambda text: print(text, file=sys.stderr))
     _check_served(client, warn)
     if mode != "auto" or options.get("constrain"):
@@ -64,7 +63,7 @@ def prepare_judge(client: Any, spec: Any, mode: str = "auto", *, warn: Callable[
         return judge
     tools = make_judge(client, spec, "tools", **options)
     try:
-        reply = tools.probe()
+        reply = tools.probe(PREFLIGHT_PROMPT)
     except ChatError as exc:
         if exc.status not in (400, 422):
             raise _probe_error(client, exc) from None
@@ -84,7 +83,7 @@ def prepare_judge(client: Any, spec: Any, mode: str = "auto", *, warn: Callable[
 def _probe_in_shape(client: Any, judge: Any, asked: str) -> None:
     """The one test request in the judge's shape; a tools judge whose test call comes back as text is refused."""
     try:
-        reply = judge.probe()
+        reply = judge.probe(PREFLIGHT_PROMPT)
     except ChatError as exc:
         raise _probe_error(client, exc) from None
     problem = judge.reply_problem(reply)

@@ -31,7 +31,7 @@ from .published_averages import (  # noqa: F401  (the checks are part of this mo
 )
 from .published_cells import PublishedCell, parse_cell, prints_as  # noqa: F401
 from .published_columns import METRICS, column_key, metric_word  # noqa: F401
-from .published_grids import find_grids
+from .published_formats import find_grids
 from .published_names import BY_MATCH, BY_PRESET, BY_WORDS, normalise, pair_rows, unmatched_text  # noqa: F401
 from .published_tables import PublishedRow, PublishedTable, tables_from_grid
 

@@ -72,6 +72,8 @@ def judge_file(converted_path: str | Path, judge: FunctionJudge, out_dir: str | 
             "queries": len(run.entries), "requests": run.requests, "cache_hits": run.cache_hits,
             "judge_errors": run.errors, "malformed_replies": judge.malformed, "seconds": round(time.time() - started, 2),
             **(meta_extra or {})}
+    if cache.unwritten:  # verdicts the cache file could not take (a full disk): the labels hold them, a rerun asks again
+        meta["cache_unwritten"] = cache.unwritten
     label_file = write_label_files(out_dir, group, model, run.entries, meta)
     labels = run.labels()
     common = {"method": method, "judge": judge_label, "source": str(label_file)}

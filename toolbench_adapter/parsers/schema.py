@@ -17,7 +17,7 @@ from typing import Any
 from jsonschema import Draft7Validator
 
 from .base import Call, ErrorKind, ParsedTurn
-from .upstream_schema import argument_schemas, function_entries
+from .upstream_schema import function_entries, to_json_schema
 
 # violation kinds, in the order the taxonomy lists them
 NO_CALL = "no_call"  # the turn holds no call at all
@@ -63,6 +63,53 @@ def _validator(schema_json: str) -> Draft7Validator:
     return Draft7Validator(schema)
 
 
+_MAX_CONVERTED = 4096
+# a function's ``parameters`` (as JSON text) -> its argument schema and that schema's validator: an upstream
+# schema's conversion walks every enum value (some list thousands) and a new schema is checked against the
+# metaschema, so each distinct function is converted once per process, not once per call
+_CONVERTED: dict[str, tuple[dict, Draft7Validator]] = {}
+
+
+def _converted(parameters: Any) -> tuple[dict, Draft7Validator]:
+    """(to_json_schema(parameters), its validator), from the cache when the same parameters were seen before."""
+    try:
+        key = json.dumps(parameters)
+    except (TypeError, ValueError):  # not JSON data (not from a tools file): convert it every time
+        key = None
+    found = _CONVERTED.get(key) if key is not None else None
+    if found is None:
+        schema = to_json_schema(parameters)
+        found = (schema, _validator(json.dumps(schema, sort_keys=True)))
+        if key is not None:
+            if len(_CONVERTED) >= _MAX_CONVERTED:
+                _CONVERTED.clear()
+            _CONVERTED[key] = found
+    return found
+
+
+class LazySchemas:
+    """``argument_schemas(functions)`` as a mapping that converts a function's schema when it is first looked up:
+    a turn calls one or two of a query's functions, and converting all of them on every step was a visible share
+    of the harness's CPU per query (benchmarks/profile_runner.py); a function seen before (Finish, a tool of an
+    earlier query) is not converted again. The first entry of a repeated name wins, as in argument_schemas. The
+    schemas it hands out are shared: read them, do not edit them."""
+
+    def __init__(self, functions: list):
+        self._entries: dict[str, dict] = {}
+        for function in function_entries(functions):
+            self._entries.setdefault(function["name"], function)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def __getitem__(self, name: str) -> dict:
+        return _converted(self._entries[name].get("parameters"))[0]
+
+    def validator(self, name: str) -> Draft7Validator:
+        """The compiled validator of ``self[name]``."""
+        return _converted(self._entries[name].get("parameters"))[1]
+
+
 def _json_type_name(value: Any) -> str:
     if isinstance(value, bool):
         return "bool"
@@ -101,9 +148,10 @@ def _message(error, base: str) -> tuple[str, str]:
     return kind, f"{where}: parameter {parameter!r}: {error.message}"
 
 
-def argument_violations(arguments: dict, schema: dict, where: str = "arguments",
-                        function: str | None = None) -> list[Violation]:
-    validator = _validator(json.dumps(schema, sort_keys=True))
+def argument_violations(arguments: dict, schema: dict, where: str = "arguments", function: str | None = None,
+                        *, validator: Draft7Validator | None = None) -> list[Violation]:
+    """``validator``: the schema's compiled validator, when the caller has it (LazySchemas.validator)."""
+    validator = validator if validator is not None else _validator(json.dumps(schema, sort_keys=True))
     errors = sorted(validator.iter_errors(arguments), key=lambda e: (list(e.absolute_path), e.validator))
     violations = []
     for error in errors:
@@ -118,17 +166,18 @@ def validate_arguments(arguments: dict, schema: dict, where: str = "arguments") 
 
 
 def call_violations(call: Call, functions: list[dict], action_enum: list[str] | None = None, *,
-                    schemas: dict[str, dict] | None = None, check_sent: bool = False) -> list[Violation]:
+                    schemas: dict[str, dict] | LazySchemas | None = None, check_sent: bool = False) -> list[Violation]:
     """Violations of one call. ``schemas``: argument_schemas(functions), when the caller has them already.
     ``check_sent``: also flag arguments that only a repair rung decoded (the tool receives the raw text)."""
-    schemas = argument_schemas(functions) if schemas is None else schemas
+    schemas = LazySchemas(functions) if schemas is None else schemas
     if action_enum is not None and call.name not in action_enum:
         return [Violation(UNKNOWN_FUNCTION, call.name, f"function {call.name!r} is not one of the allowed actions")]
     if call.name not in schemas:
         return [Violation(UNKNOWN_FUNCTION, call.name, f"no function named {call.name!r}")]
     if not isinstance(call.arguments, dict):
         return [Violation(ARGUMENTS_NOT_OBJECT, call.name, "arguments are not a JSON object")]
-    problems = argument_violations(call.arguments, schemas[call.name], function=call.name)
+    validator = schemas.validator(call.name) if isinstance(schemas, LazySchemas) else None
+    problems = argument_violations(call.arguments, schemas[call.name], function=call.name, validator=validator)
     if check_sent and call.arguments_raw.strip() and _sent_value(call.arguments_raw) != call.arguments:
         problems.insert(0, Violation(ARGUMENTS_REPAIRED, call.name, "the arguments as written are not valid JSON "
                                      "(the parser repaired them; the tool receives the text as written)"))
@@ -158,12 +207,12 @@ def validate_turn(turn: ParsedTurn, functions: list[dict], action_enum: list[str
 
 
 def turn_violations(turn: ParsedTurn, functions: list[dict],
-                    schemas: dict[str, dict] | None = None) -> list[list[Violation]]:
+                    schemas: dict[str, dict] | LazySchemas | None = None) -> list[list[Violation]]:
     """Per call of the turn, its violations (check_sent on); a turn with no call: one list holding NO_CALL. A
     reply cut short whose last call the parser completed (TRUNCATED_JSON) is a violation of that call."""
     if not turn.calls:
         return [[Violation(NO_CALL, None, "no function call found in the reply")]]
-    schemas = argument_schemas(functions) if schemas is None else schemas
+    schemas = LazySchemas(functions) if schemas is None else schemas
     found = [call_violations(call, functions, schemas=schemas, check_sent=True) for call in turn.calls]
     if turn.error is ErrorKind.TRUNCATED_JSON:
         found[-1].insert(0, Violation(TRUNCATED, turn.calls[-1].name, "the reply was cut before its JSON ended "

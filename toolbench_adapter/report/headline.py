@@ -11,13 +11,15 @@ from ..evaluation.counts import count
 from ..evaluation.scores import STRICT, UPSTREAM, average
 from ..structured.describe import structured_fact
 from .run_data import RunData
+from .tables import SCORED_ANYWAY
 
 PASS_RATE = "SoPR"
 
 
 def headline(run: RunData) -> dict:
     """{"queries", "finished", "outcome_unknown", "valid", "answered", "win", "infra", "infra_kinds",
-    "sopr": {mode: ...}}."""
+    "context_length", "sopr": {mode: ...}}; a mode's "mark" is † (and "markWhy" the reason) when its score is not that of a
+    complete evaluation, as the tables mark the row."""
     counts = count(q.count_record() for q in run.queries)
     out = {
         "queries": counts.queries,
@@ -28,6 +30,7 @@ def headline(run: RunData) -> dict:
         "win": counts.win,
         "infra": counts.infra_failures,
         "infra_kinds": dict(counts.infra_failures_by_kind),
+        "context_length": counts.context_length,  # finished at the model's context limit (counts.DEFINITIONS)
         "sopr": {},
     }
     per_group = Counter(q.group for q in run.queries)
@@ -37,10 +40,23 @@ def headline(run: RunData) -> dict:
         if not scores:
             continue
         mean = average(list(scores.values()))
+        why = incomplete(run, sum(s.errors for s in scores.values()))
         out["sopr"][mode] = {"text": mean.text(), "mean": mean.mean, "std": mean.std,
                              "n": sum(s.n for s in scores.values()), "N": sum(per_group[g] for g in scores),
-                             "missing": sum(s.missing for s in scores.values()), "groups": len(scores)}
+                             "missing": sum(s.missing for s in scores.values()), "groups": len(scores),
+                             "mark": SCORED_ANYWAY if why else "", "markWhy": why}
     return out
+
+
+def incomplete(run: RunData, errors: int) -> str:
+    """Why a SoPR card carries the tables' mark (SCORED_ANYWAY, †), "" when it does not: failed judgements left
+    out of its denominators (as tables.build_leaderboards says it), or an evaluation shown that is not complete."""
+    reasons = []
+    if errors:
+        reasons.append(f"scored with {errors} failed judgements (no verdict) left out of every denominator")
+    if run.evaluation is not None and not run.evaluation.complete:
+        reasons.append(f"the evaluation shown is not complete: {run.evaluation.summary()}")
+    return "; ".join(reasons)
 
 
 def facts(run: RunData) -> dict:

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..fileio import write_bytes_atomic, write_text_atomic
+from ..parser_corpus import ModelOutput
 from ..parsers import ErrorKind, ParsedTurn, get_parser, parser_names
-from ..parsers.corpus import ModelOutput
 
 MESSAGE_PARSER = "openai-tools"
 DISAGREEMENT_TEXT_CHARS = 200  # keeps the kept example small

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .run_data import INFRA_FAILURE, QueryData, RunData
+from ..outcomes import INFRA_FAILURE
+from .run_data import QueryData, RunData
 
 OUTCOME_DIFFERS, TRACE_DIFFERS, SAME, MISSING = 2, 1, 0, -1
 

@@ -23,6 +23,7 @@ from ..evaluation.evaluations import EVAL_DIR, EvaluationRecord, choose_evaluati
 from ..evaluation.labels import Label
 from ..evaluation.results import ScoreRow, is_score_file, read_score_file, rows_from_labels
 from ..evaluation.storage import is_preference_file, read_label_file
+from ..outcomes import FINISHED, INFRA_FAILURE, UNKNOWN
 from ..parsers import get_parser
 from ..queries import GROUPS, is_group_name
 from ..runfolder import FAILED_DIR, MANIFEST, QUERY_STATS, STEPS
@@ -31,7 +32,6 @@ from .step_prompts import RECORDED, dialect_of, link_calls, recorded_prompts, re
 from .trajectories import answer_nodes, attach_parses, attach_records, group_calls, step_counts
 
 NO_LABEL = "none"  # the filter value of a query nobody judged; the page shows it as "unjudged"
-FINISHED, INFRA_FAILURE, UNKNOWN = "finished", "infra_failure", "unknown"
 
 
 @dataclass
@@ -76,7 +76,8 @@ class QueryData:
         """This query as evaluation/counts.py counts it (the fields of its queries.jsonl line)."""
         return {"group": self.group, "query_id": self.query_id, "outcome": self.outcome,
                 "failure_kind": self.failure_kind, "valid_data": self.valid,
-                "answered": is_answered(self.valid, self.final_answer), "win": self.win}
+                "answered": is_answered(self.valid, self.final_answer), "win": self.win,
+                "context_length": self.stats.get("context_length", 0)}
 
 
 @dataclass

@@ -115,10 +115,13 @@ def _score(h: dict, mode: str) -> str:
     score = h["sopr"].get(mode)
     if not score:
         return '<span class="muted">unjudged</span>'
+    # † (headline.incomplete): failed judgements left out, or an evaluation that is not complete; why on hover
+    text = html.escape(score["text"]) + (f' <span title="{html.escape(score["markWhy"])}">{score["mark"]}</span>'
+                                         if score.get("mark") else "")
     if mode == "strict":  # n of N = test ids answered of the whole test set
-        return (f'{html.escape(score["text"])} <span class="muted">({score["n"] - score["missing"]} of '
+        return (f'{text} <span class="muted">({score["n"] - score["missing"]} of '
                 f'{score["n"]} test ids)</span>')
-    return f'{html.escape(score["text"])} <span class="muted">({score["n"]} of {score["N"]})</span>'
+    return f'{text} <span class="muted">({score["n"]} of {score["N"]})</span>'
 
 
 def _infra(h: dict) -> str:

@@ -17,9 +17,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..errors import InputError
-from ..evaluation.counts import read_query_lines
 from ..fileio import read_json, write_text_atomic
-from ..runfolder import MANIFEST, QUERY_STATS
+from ..runfolder import MANIFEST, QUERY_STATS, read_query_lines
 from ..structured.describe import is_upstream, policy_of
 from ..structured.rates import turn_figures
 from .parser_runs import RunComparison, RunVariant, compare_runs, text_lines, write_run_comparison
@@ -134,6 +133,24 @@ def text_table(result: RunComparison, figures: dict[str, Figures]) -> list[str]:
     return ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows]
 
 
+def footer(result: RunComparison) -> list[str]:
+    """How to read the pass-rate columns on few queries: Unsure's half point moves the rate without a flip, and
+    the bootstrap interval can have zero width (the issue-22 table: +25 and +50 points with 0/0 flips)."""
+    n = len(result.queries)
+    lines = [f"Reading the pass rate on {n} quer{'y' if n == 1 else 'ies'}: labels count Solved 1, Unsure 0.5, "
+             "Unsolved 0, so a run whose answers are all judged Unsure scores 50% with no query passing; a query "
+             "passes (and can flip) only when its mean points exceed 0.5, so points can move with 0/0 flips; the paired "
+             "bootstrap interval has zero width when every query differs by the same points (it then says nothing "
+             "about precision). Read the flips and the valid columns before the points."]
+    shaky = [(name, p) for name, p in result.paired.items()
+             if p.difference and (p.up + p.down == 0 or p.low == p.high)]
+    if shaky:
+        lines.append("Here: " + "; ".join(
+            f"{name} {p.difference:+.1f} points with flips {p.up}/{p.down}, 95% CI [{p.low:+.1f}, {p.high:+.1f}]"
+            for name, p in shaky) + ".")
+    return lines
+
+
 def write(result: RunComparison, figures: dict[str, Figures], out_dir: str | Path) -> list[Path]:
     out = Path(out_dir)
     written = write_run_comparison(result, out)
@@ -152,7 +169,8 @@ def write(result: RunComparison, figures: dict[str, Figures], out_dir: str | Pat
                markdown_table(result, figures), "",
                "valid turns: model turns (re-asks included) whose calls all name a listed function with arguments "
                "its schema accepts. Pass rate: label points averaged over the judge repeats; the interval is a "
-               "paired bootstrap over queries against the baseline.", "", *text_lines(result, max_flips=1000)]
+               "paired bootstrap over queries against the baseline.", "", *footer(result), "",
+               *text_lines(result, max_flips=1000)]
     for name, content in (("runs.md", "\n".join(summary) + "\n"), ("runs.csv", buffer.getvalue())):
         write_text_atomic(out / name, content)
         written.append(out / name)

@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import InputError
-from ..evaluation.counts import Counts, run_counts
+from ..evaluation.counts import Counts
 from ..parsers.schema import VIOLATION_KINDS
 from ..protocol.env import STATUS_NAMES
 from ..queries import GROUPS
 from ..runfolder import STEPS as STEPS_FILE
+from ..runfolder import run_counts
 from ..structured.rates import TurnFigures, is_reask, turn_figures
 
 NO_CALL = "no call"
@@ -82,6 +83,7 @@ def read_taxonomy(run_dir: str | Path) -> Taxonomy:
 
 # the query counts, named as in the run summary (counts.DEFINITIONS)
 COUNT_ROWS = (("queries", "queries"), ("finished", "finished"), ("infra failures", "infra_failures"),
+              ("context length", "context_length"),  # finished at the model's context limit (manifest totals)
               ("valid", "valid"), ("answered", "answered"), ("win", "win"))
 
 

@@ -26,9 +26,9 @@ from typing import Any
 
 from ..answers.read import RecordedAnswer, UnusableAnswer, expand_answer_inputs, read_recorded
 from ..answers.recorded_query import QueryResolver
-from ..env.lookup import suffix_match
 from ..errors import InputError
 from ..fileio import OutputPathError, output_path_error
+from ..naming import suffix_match
 from ..protocol import env as E
 from ..protocol.functions import FINISH_NAME
 from ..queries import GROUPS

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from ..parsers.base import ParsedTurn
 from ..parsers.schema import Violation, turn_violations
-from ..parsers.upstream_schema import argument_schemas
 from ..toolset import Toolset
 
 
 def step_violations(parsed: ParsedTurn, toolset: Toolset) -> list[list[dict]]:
     """Per call of the turn (in order) the list of its violations as dicts; one list for a turn with no call."""
-    per_call = turn_violations(parsed, toolset.functions, argument_schemas(toolset.functions))
+    per_call = turn_violations(parsed, toolset.functions)  # each called function's schema converted lazily
     return [[v.as_dict() for v in violations] for violations in per_call]
 
 

@@ -171,8 +171,12 @@ def judge_model_from_args(args: argparse.Namespace) -> str | None:
 
 
 def judge_client_from_args(args: argparse.Namespace):
+    from toolbench_adapter.evaluation.cache import check_cache_path
     from toolbench_adapter.evaluation.chat import build_chat_client
 
+    # the first thing tba judge / prefer / judge-audit do: an unwritable --cache is exit 2 before any request
+    uses_cache = not getattr(args, "no_cache", False) and getattr(args, "metric", "sopr") != "fac"  # FAC: uncached
+    check_cache_path(getattr(args, "cache", None) if uses_cache else None)
     options = {"accepts_prefill": True} if args.judge_prefill and args.judge_backend == "openai" else {}
     if args.judge_backend == "openai":
         options.update(judge_client_options(args))

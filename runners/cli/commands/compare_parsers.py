@@ -33,11 +33,16 @@ runs.csv hold it. --baseline then takes a run's name as printed."""
 
 
 def register(subparsers) -> None:
+    add_command(subparsers, "compare-parsers", "parser variants side by side: on the same outputs, or on judged "
+                "runs (the same command as compare-runs)", DESCRIPTION)
+
+
+def add_command(subparsers, name: str, help_text: str, description: str) -> None:
+    """compare-parsers and compare-runs: one command under two names (compare_runs.py)."""
     import argparse
 
-    parser = subparsers.add_parser(
-        "compare-parsers", help="parser variants side by side: on the same outputs, or on judged runs",
-        description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = subparsers.add_parser(name, help=help_text, description=description,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--input", nargs="+", metavar="PATH",
                         help="run folders (every recorded model output), JSONL files, answer files (.json) or folders")
@@ -88,18 +93,18 @@ def run_on_runs(args) -> int:
 def run_on_settings(variants, args) -> int:
     """Runs named by the settings they differ in (toolbench_adapter/report/structured_runs.py)."""
     from toolbench_adapter.report.parser_runs import text_lines
-    from toolbench_adapter.report.structured_runs import compare, text_table, write
+    from toolbench_adapter.report.structured_runs import compare, footer, text_table, write
 
     result, figures = compare(variants, args.baseline, seed=args.seed)
     written = write(result, figures, args.out)
-    print("\n".join([*text_table(result, figures), "", *text_lines(result)]))
+    print("\n".join([*text_table(result, figures), "", *footer(result), "", *text_lines(result)]))
     print(f"wrote {len(written)} files to {args.out}")
     return 0
 
 
 def run_on_outputs(args) -> int:
     from toolbench_adapter.errors import InputError
-    from toolbench_adapter.parsers.corpus import read_outputs
+    from toolbench_adapter.parser_corpus import read_outputs
     from toolbench_adapter.report.parsers import (
         compare_parsers,
         inapplicable_line,

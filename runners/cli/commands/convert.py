@@ -34,7 +34,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "or its name, and two files with one id are an error")
     parser.add_argument("--method", required=True,
                         help="substring that selects files (e.g. CoT@1, DFS_woFilter_w2); also picks the "
-                        "fallback for invalid answers (CoT or DFS) and is written as answer.method")
+                        "fallback for invalid answers (CoT or DFS in it, as upstream; any other method: the file's "
+                        "shape, trys as CoT, a tree as DFS) and is written as answer.method")
     parser.add_argument("--out", required=True, metavar="FILE", help="converted answer file to write (atomically)")
     parser.add_argument("--order", choices=ORDERS, default="name",
                         help="file order, which decides the random fallbacks (default: sorted names)")

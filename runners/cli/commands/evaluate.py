@@ -89,6 +89,8 @@ def register(subparsers) -> None:
 def run(args) -> int:
     from pathlib import Path
 
+    from toolbench_adapter.evaluation.cache import check_cache_path
+
     from ...judging.evaluate import check_run, evaluate_run, read_manifest
     from ...judging.judge_ray import ChatRecipe, RayJudgeExecutor
     from ._common import (
@@ -99,6 +101,7 @@ def run(args) -> int:
     )
 
     checked = check_run(args.run_dir, args.score_anyway)  # refuse before a judge is loaded or asked (read once)
+    check_cache_path(args.cache)  # an unwritable --cache is exit 2 now, not a traceback at the first verdict
     model, urls = judge_target(args, read_manifest(Path(args.run_dir)))
     options = {}
     if args.judge_backend == "openai":

@@ -25,8 +25,8 @@ def run(args) -> int:
     from pathlib import Path
 
     from toolbench_adapter.fileio import utf8_safe
+    from toolbench_adapter.parser_corpus import read_jsonl
     from toolbench_adapter.parsers import get_parser
-    from toolbench_adapter.parsers.corpus import read_jsonl
 
     parser = get_parser(args.parser)
     if args.input:

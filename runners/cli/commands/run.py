@@ -15,6 +15,7 @@ from toolbench_adapter.fileio import check_writable
 from toolbench_adapter.structured.describe import policy_text, turns_text
 
 from ...config import RunConfig, load_yaml
+from ...search.methods import known_forms
 from ._common import parse_options
 
 EPILOG = """\
@@ -71,7 +72,7 @@ EPILOG = EPILOG.replace("@@COUNTS@@", glossary())
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("run", help="run a model on the benchmark (resumable)", epilog=EPILOG,
-                              description="Run queries through CoT@N or DFS_woFilter_wN and write answer files.",
+                              description=f"Run queries through {known_forms()} and write answer files.",
                               formatter_class=__import__("argparse").RawDescriptionHelpFormatter)
     p.add_argument("--config", help="YAML file with run settings (keys as the flags, with underscores)")
     p.add_argument("--name", help="run name: output goes to OUT_ROOT/NAME (default: default)")
@@ -81,7 +82,7 @@ def register(subparsers) -> None:
     p.add_argument("--groups", nargs="+", help="groups to run (default: all of the checkout)")
     p.add_argument("--query-ids", nargs="+", type=int, help="only these query ids")
     p.add_argument("--limit", type=int, help="at most N queries per group")
-    p.add_argument("--method", help="CoT@N or DFS_woFilter_wN (default: CoT@1)")
+    p.add_argument("--method", help=f"{known_forms()}: any registered search method (default: CoT@1)")
     p.add_argument("--max-step", type=int, help="depth limit (default 12, as the published numbers; upstream code now 50)")
     p.add_argument("--max-query-count", type=int, help="DFSDT model-call cap (default 200)")
     p.add_argument("--backend", help="openai-completions, openai-chat, hf, replay or scripted (default: hf)")
@@ -119,9 +120,11 @@ def register(subparsers) -> None:
     p.add_argument("--concurrency", type=int, help="queries in flight (default 1)")
     p.add_argument("--seed", type=int, help="seed for call ids and fallbacks (default 42)")
     p.add_argument("--shard", help="i/n: run every n-th query starting at the i-th; join with tba merge")
-    p.add_argument("--executor", choices=("threads", "ray"),
-                   help="threads of this process (default) or ray: worker processes of a Ray cluster "
-                   "(pip install -e '.[ray]')")
+    # no choices: the names are the executor registry's (runners/execution/executors.py, or an entry point),
+    # checked by the run with "did you mean" (exit 2)
+    p.add_argument("--executor", metavar="NAME",
+                   help="how queries are spread: threads of this process (default), ray (worker processes of a "
+                   "Ray cluster: pip install -e '.[ray]'), or another registered executor")
     p.add_argument("--ray-address", help="executor ray: the cluster to join, e.g. auto or ray://head:10001 "
                    "(default: start a local one)")
     p.add_argument("--constrain", choices=("off", "schema"),
@@ -166,10 +169,11 @@ def run(args) -> int:
                              fix="leave --executor out, or run each parser as its own run")
         from ...execution.fanout import command
 
-        with stopping_now_exits(redo):
+        with stopping_now_exits(redo), options_named_in_file(args):
             return command(cfg, args.parsers, progress=not args.quiet, redo=redo, as_json=args.json)
     try:
-        runner = Runner(cfg, progress=not args.quiet, command=redo)
+        with options_named_in_file(args):
+            runner = Runner(cfg, progress=not args.quiet, command=redo)
     except (ValueError, TypeError) as exc:
         raise InputError(str(exc), fix="check --dialect-option / --backend-option names and values") from None
     with stopping_now_exits(redo):
@@ -185,6 +189,21 @@ def run(args) -> int:
 
 EXIT_INFRA_FAILURES = 3
 EXIT_INTERRUPTED = 130  # as the shell reports a command ended by Ctrl-C
+
+
+@contextlib.contextmanager
+def options_named_in_file(args):
+    """A backend or dialect option that the --config file set and the backend or dialect refused: the error
+    names the file and writes the fix as its YAML (one set by a flag keeps the flag's fix)."""
+    from toolbench_adapter.errors import OptionError
+
+    try:
+        yield
+    except OptionError as exc:
+        flags = args.backend_option if exc.setting == "backend_options" else args.dialect_option
+        if getattr(args, "config", None) and exc.key not in parse_options(flags or []):
+            raise exc.in_file(args.config) from None
+        raise
 
 
 @contextlib.contextmanager

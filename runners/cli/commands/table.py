@@ -6,7 +6,6 @@ import argparse
 from pathlib import Path
 
 from toolbench_adapter.errors import InputError
-from toolbench_adapter.evaluation.counts import run_counts
 from toolbench_adapter.evaluation.evaluations import choose_evaluation, describe_choice, refuse_mixed
 from toolbench_adapter.evaluation.results import (
     is_score_file,
@@ -16,6 +15,7 @@ from toolbench_adapter.evaluation.results import (
 )
 from toolbench_adapter.evaluation.storage import write_text_atomic
 from toolbench_adapter.report import tables, taxonomy
+from toolbench_adapter.runfolder import run_counts
 
 from ._common import JUDGE_FAILURES_EXIT
 

@@ -193,7 +193,9 @@
       var note = mode === "upstream" ? "denominator: judged queries (every answer file)" : "denominator: whole test set";
       // upstream divides by the queries judged; strict by the whole test set, a missing answer counting Unsolved
       var sub = !s ? "" : mode === "upstream" ? "n " + s.n + " of " + s.N + " queries" : "n " + (s.n - s.missing) + " of " + s.n + " test ids answered";
-      if (s) cards.appendChild(card("SoPR " + mode, s.text, sub, note, "sopr-" + mode));
+      // not the score of a complete evaluation (failed judgements left out): the tables' mark, and its footnote below
+      if (s) cards.appendChild(card("SoPR " + mode, s.text + (s.mark ? " " + s.mark : ""), sub,
+        note + (s.mark ? "; " + s.mark + " " + s.markWhy : ""), "sopr-" + mode));
     });
     if (!sopr.upstream && !sopr.strict) cards.appendChild(card("SoPR", "not judged", "run `tba evaluate`", "no judge labels in this folder", "sopr-none"));
     // the run summary's counts (evaluation/counts.py): the same words and numbers as tba run prints
@@ -205,6 +207,10 @@
     var infraSub = h.outcome_unknown === h.queries ? "unknown: run written before outcomes were recorded" : (kinds || "none");
     cards.appendChild(card("infrastructure failures", h.outcome_unknown === h.queries ? "unknown" : infraText, infraSub,
       "model endpoint, tool server, replay gap or harness error: not the model's fault", "infra", h.infra ? "bad" : ""));
+    // an outcome of finished queries (the model's limit), counted as the run summary and the taxonomy count it
+    if (h.context_length) cards.appendChild(card("context length", h.context_length + " / " + h.queries,
+      "finished at the model's context limit", "the model endpoint refused a request as longer than the model's " +
+      "context: the chain ended there, as upstream's does (not an infrastructure failure)", "context-length"));
     var jf = run.judgeFailures || [0, null];  // [failed judgements, judgements (null: unknown)]
     if (run.boards.length || jf[1]) {
       cards.appendChild(card("failed judgements", jf[1] === null ? String(jf[0]) : jf[0] + " / " + jf[1],
@@ -212,6 +218,8 @@
         "judgements where the judge gave no verdict after its retries (label JudgeError)", "judge-failures", jf[0] ? "bad" : ""));
     }
     box.appendChild(cards);
+    var marked = ["upstream", "strict"].map(function (mode) { return sopr[mode]; }).filter(function (s) { return s && s.mark; });
+    if (marked.length) box.appendChild(el("p", {cls: "meta", id: "sopr-mark", text: marked[0].mark + " SoPR: " + marked[0].markWhy}));
     // evaluations are kept apart per judge (evaluation/evaluations.py): say whose labels these are
     if (ev && ev.selfJudged) {
       box.insertBefore(el("p", {cls: "warning", id: "self-judged-warning"}, el("b", {text: "Self-judged: "}),
@@ -610,7 +618,7 @@
     root.appendChild(el("table", {cls: "kv"}, DATA.runs.map(function (run, i) {
       var h = run.headline || {}, up = (h.sopr || {}).upstream;
       return el("tr", null, el("td", {text: "run " + (i + 1)}), el("td", null, el("a", {href: "#run=" + i, text: run.name}),
-        " · " + h.queries + " queries · " + (up ? "SoPR upstream " + up.text : "unjudged") + " · parser " + (run.parser || "?")),
+        " · " + h.queries + " queries · " + (up ? "SoPR upstream " + up.text + (up.mark ? " " + up.mark + " (" + up.markWhy + ")" : "") : "unjudged") + " · parser " + (run.parser || "?")),
         el("td", {cls: "path muted", text: run.path}));
     })));
     var s = cmp.summary;

@@ -30,9 +30,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
-from ..protocol.react import ACTION_INPUT_MARKER, ACTION_MARKER, THOUGHT_MARKER
-from ..queries import is_group_name
+from .errors import InputError
+from .protocol.react import ACTION_INPUT_MARKER, ACTION_MARKER, THOUGHT_MARKER
+from .queries import is_group_name
+from .runfolder import ERRORS, FAILED_DIR, MANIFEST, QUERY_STATS, STEPS, STEPS_DIR
 
 _MAX_DEPTH = 6
 
@@ -74,7 +75,7 @@ def read_outputs(paths: list[str | Path]) -> list[ModelOutput]:
         if from_run is not None:
             outputs.extend(from_run)
         elif path.is_dir():
-            runs = sorted(m.parent for m in path.rglob(RUN_MANIFEST) if m.is_file())
+            runs = sorted(m.parent for m in path.rglob(MANIFEST) if m.is_file())
             files = sorted(p for p in path.rglob("*") if p.suffix in (".json", ".jsonl") and p.is_file()
                            and not any(run in p.parents for run in runs))
             if not files and not runs:
@@ -91,14 +92,13 @@ def read_outputs(paths: list[str | Path]) -> list[ModelOutput]:
 
 # ---------------------------------------------------------------- run folders
 
-RUN_MANIFEST, RUN_STEPS, RUN_STEPS_DIR, FAILED_DIR = "manifest.json", "steps.jsonl", "steps", "failed"
-RUN_LOGS = ("queries.jsonl", "errors.jsonl", RUN_MANIFEST)  # what a run writes about itself: no model text
+RUN_LOGS = (QUERY_STATS, ERRORS, MANIFEST)  # what a run writes about itself: no model text
 
 
 def run_root(path: Path) -> Path | None:
     """The run folder ``path`` is, or lies in (up to three levels down: RUN/steps/G1_tool/1_CoT@1.jsonl)."""
     for candidate in [path, *path.parents][:4]:
-        if (candidate / RUN_MANIFEST).is_file():
+        if (candidate / MANIFEST).is_file():
             return candidate
     return None
 
@@ -110,11 +110,11 @@ def read_in_run(path: Path) -> list[ModelOutput] | None:
     if run is None:
         return None
     parts = path.relative_to(run).parts
-    if parts == (RUN_STEPS,):
+    if parts == (STEPS,):
         parts = ()  # the joined step records: the whole run
     elif parts == (FAILED_DIR,):
         return None  # the partial trees of failed queries: read as answer files
-    elif parts[:1] in ((RUN_STEPS_DIR,), (FAILED_DIR,)):
+    elif parts[:1] in ((STEPS_DIR,), (FAILED_DIR,)):
         parts = parts[1:]  # steps/{group}/{query}.jsonl, failed/{group}/{query}.json: the same query's records
     elif len(parts) == 1 and parts[0] in RUN_LOGS:
         raise InputError(f"{parts[0]} is the run's own log, not model outputs", path=path,
@@ -135,7 +135,7 @@ def read_in_run(path: Path) -> list[ModelOutput] | None:
         return None  # a group folder or answer file of an older run: its answer files, as before
     if missing:
         raise InputError(f"{missing} of {missing + len(outputs)} model calls in the step records keep no raw "
-                         "output (recorded by an older toolbench-adapter)", path=run / RUN_STEPS, field="output",
+                         "output (recorded by an older toolbench-adapter)", path=run / STEPS, field="output",
                          fix=f"rerun the run with this version to record them, or pass its group folders "
                          f"(e.g. --input {run}/G1_instruction: answer files keep only the calls of the answer)")
     return outputs
@@ -161,9 +161,9 @@ def _in_scope(record: dict, scope: tuple) -> bool:
 
 def _step_records(run: Path) -> list[dict]:
     """The per-query step files (current even in a run still going), else the joined steps.jsonl."""
-    files = sorted((run / RUN_STEPS_DIR).glob("*/*.jsonl"))
-    if not files and (run / RUN_STEPS).is_file():
-        files = [run / RUN_STEPS]
+    files = sorted((run / STEPS_DIR).glob("*/*.jsonl"))
+    if not files and (run / STEPS).is_file():
+        files = [run / STEPS]
     records = []
     for file in files:
         with open(file, encoding="utf-8") as handle:
@@ -183,7 +183,7 @@ def _step_records(run: Path) -> list[dict]:
 def outputs_from_records(records: list[dict], run_name: str) -> tuple[list[ModelOutput], int]:
     """(one output per model call that reached a parser, calls whose first record keeps no output). A call
     whose model request failed (no parser read it) is no model output and is left out."""
-    from ..call_record import OUTPUT, OUTPUT_TOOL_CALLS
+    from .call_record import OUTPUT, OUTPUT_TOOL_CALLS
 
     outputs: list[ModelOutput] = []
     seen: set[tuple] = set()

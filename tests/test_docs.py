@@ -1,0 +1,105 @@
+"""DESIGN.md stays true: every path it names exists, and README.md links it (issue 23 item 5: the map lives in the
+project and is kept true as the code changes).
+
+Checked: (1) the paths in its text (outside code blocks, backticked or not) that start with a top folder of the
+project (runners/, toolbench_adapter/, benchmarks/, data/, tests/), each as written from the root; (2) the
+module paths it gives relative to a package (`execution/runner.py`, `parsers/base.py`): some file of the
+project ends with that path; (3) the layer tree (the code block that opens with `Makefile`): each row's names
+(`cli/`, `failures.py`, `naming, queries`: a module or a package) under the folder the row sits in, and the
+`name.py` / `name/` its description mentions, under that row's folder, a folder above it, or a package root.
+Placeholders (NAME, `<judge-id>`, `{group}`) and globs (`published*.py`) are not paths and are left out."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+DESIGN = PROJECT_ROOT / "DESIGN.md"
+TOP_FOLDERS = ("runners/", "toolbench_adapter/", "benchmarks/", "data/", "tests/")
+PACKAGES = (PROJECT_ROOT / "runners", PROJECT_ROOT / "toolbench_adapter")
+FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.S | re.M)
+# a relative path ending in .py or /, not part of a longer one, a placeholder (<id>, {group}) or a glob (*)
+PATH = re.compile(r"(?<![\w./<>{*-])(\w[\w.-]*(?:/[\w.-]+)*(?:\.py|/))(?![\w<>{*])")
+# a tree row: its indent and its names (`cli/`, `naming, queries`, `compat, registry,`), then the description
+TREE_ROW = re.compile(r"^( *)([\w.]+/?(?:[\w.]+/)*(?:, [\w.]+/?)*,?)(?=\s|$)")
+
+
+def placeholder(path: str) -> bool:
+    return "NAME" in path or any(c in path for c in "*{}<>…")
+
+
+def project_files() -> list[str]:
+    return [p.relative_to(PROJECT_ROOT).as_posix() for top in TOP_FOLDERS for p in (PROJECT_ROOT / top).rglob("*.py")]
+
+
+def prose_paths() -> list[str]:
+    """The paths of DESIGN.md's text (code blocks left out): from the root, or module paths such as
+    ``execution/runner.py``."""
+    prose = FENCE.sub("", DESIGN.read_text(encoding="utf-8"))
+    found = dict.fromkeys(p for p in PATH.findall(prose) if not placeholder(p))
+    return [p for p in found if p.startswith(TOP_FOLDERS) or (p.endswith(".py") and "/" in p)]
+
+
+def tree_entries() -> list[tuple[str, str, list[Path]]]:
+    """(the row as written, the name, where it may be) for every name of the layer tree."""
+    tree = next(block for block in FENCE.findall(DESIGN.read_text(encoding="utf-8")) if block.startswith("Makefile"))
+    entries: list[tuple[str, str, list[Path]]] = []
+    top: Path | None = None  # the top folder the indented rows sit in
+    row_dir = PROJECT_ROOT  # the folder of the row being read (its description's paths are relative to it)
+    for line in tree.splitlines():
+        row = TREE_ROW.match(line)
+        indent = len(line) - len(line.lstrip())
+        description = line
+        if row and indent in (0, 2) and (indent == 0 or top is not None):
+            base = PROJECT_ROOT if indent == 0 else top
+            names = row.group(2).rstrip(",").split(", ")
+            for name in names:
+                folder_or_file = name.endswith("/") or "." in name or name == "Makefile"
+                where = [base / name] if folder_or_file else [base / f"{name}.py", base / name]
+                entries.append((line.strip(), name, where))
+            first = base / names[0]
+            if indent == 0:
+                top = first if names[0].endswith("/") else None
+            row_dir = first if names[0].endswith("/") else base
+            description = line[row.end():]
+        for name in PATH.findall(description):
+            if not placeholder(name):
+                where = [folder / name for folder in (row_dir, *row_dir.parents, *PACKAGES)
+                         if folder.is_relative_to(PROJECT_ROOT)]
+                entries.append((line.strip(), name, where))
+    return entries
+
+
+def test_every_path_in_the_text_exists():
+    files = project_files()
+    missing = []
+    for path in prose_paths():
+        if path.startswith(TOP_FOLDERS):
+            if not (PROJECT_ROOT / path).exists():
+                missing.append(path)
+        elif not any(f == path or f.endswith("/" + path) for f in files):
+            missing.append(path)
+    assert missing == [], f"DESIGN.md names paths that do not exist: {missing}"
+
+
+def test_every_entry_of_the_layer_tree_exists():
+    missing = [f"{name} (row: {row[:60]!r})" for row, name, where in tree_entries()
+               if not any(p.exists() for p in where)]
+    assert missing == [], "DESIGN.md's layer tree names what does not exist:\n" + "\n".join(missing)
+
+
+def test_the_checks_read_what_the_page_holds():
+    """A change of the page's layout that the parsing above no longer follows would pass unchecked: it must
+    still find the tree's rows and the text's paths."""
+    names = {name for _, name, _ in tree_entries()}
+    assert {"Makefile", "runners/", "cli/", "execution/", "failures.py", "toolbench_adapter/", "evaluation/",
+            "naming", "http_session", "data/published/", "tests/", "runner.py", "main.py"} <= names
+    paths = prose_paths()
+    assert "toolbench_adapter/runfolder.py" in paths and "execution/runner.py" in paths
+    assert not any(placeholder(p) for p in paths)
+
+
+def test_readme_links_the_design_page():
+    readme = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
+    assert re.search(r"\]\((\./)?DESIGN\.md(#[\w-]*)?\)", readme), "README.md has no link to DESIGN.md"
