@@ -105,7 +105,7 @@ def test_taxonomy_counts_status_codes_errors_and_answers(tmp_path):
     assert header == ["", "G1_tool", "G2_category", "total"]
     # the run summary's words (counts.py); G2_category's query 7 has steps but no outcome (killed mid-query)
     assert counts == [["queries", "2", "0", "2"], ["finished", "2", "0", "2"], ["infra failures", "0", "0", "0"],
-                      ["valid", "1", "0", "1"], ["answered", "0", "0", "0"], ["win", "1", "0", "1"],
+                      ["context length", "0", "0", "0"], ["valid", "1", "0", "1"], ["answered", "0", "0", "0"], ["win", "1", "0", "1"],
                       ["steps", "4", "1", "5"]]
     status = {row[0]: row[1:] for row in tables["status codes"][1]}
     assert status["0 normal"] == ["1", "0", "1"] and status["2 input_error"] == ["1", "0", "1"]

@@ -25,7 +25,7 @@ SCRIPT = {900001: ANSWERS, 900003: NEVER_FINISHES, 900004: GIVES_UP, 900005: END
           900007: ANSWERS}
 # 6 queries; 5 finished (the endpoint failure is an infrastructure failure); 4 valid (a DFSDT give-up is a valid
 # answer upstream's converter keeps); 3 answered (give_answer) and 3 wins
-EXPECTED = {"queries": 6, "finished": 5, "infra_failures": 1, "valid": 4, "answered": 3, "win": 3}
+EXPECTED = {"queries": 6, "finished": 5, "infra_failures": 1, "context_length": 0, "valid": 4, "answered": 3, "win": 3}
 
 
 def mixed_script(request):
@@ -91,7 +91,7 @@ def md_cells(board: str) -> list[str]:
 
 
 def as_taxonomy_names(counts: dict) -> dict:
-    return {("infra failures" if k == "infra_failures" else k): v for k, v in counts.items()}
+    return {k.replace("_", " "): v for k, v in counts.items()}
 
 
 def test_one_run_s_counts_agree_everywhere_under_the_same_names(mixed_run):
@@ -115,7 +115,8 @@ def test_one_run_s_counts_agree_everywhere_under_the_same_names(mixed_run):
     run = load_run(run_dir)
     top = headline(run)
     assert {"queries": top["queries"], "finished": top["finished"], "infra_failures": top["infra"],
-            "valid": top["valid"], "answered": top["answered"], "win": top["win"]} == EXPECTED
+            "context_length": top["context_length"], "valid": top["valid"], "answered": top["answered"],
+            "win": top["win"]} == EXPECTED
     page = render_page([run])
     data = json.loads(re.search(r'<script type="application/json" id="report-data">(.*?)</script>', page,
                                 re.S).group(1))
