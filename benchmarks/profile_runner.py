@@ -24,12 +24,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -72,41 +70,14 @@ def workload(args: argparse.Namespace) -> None:
 
 
 def summarise(folded: Path, top: int, threads: str = "workers") -> str:
-    """Own and inclusive sample shares per function over the stacks of ``threads`` (a key of THREADS) in
-    py-spy's folded format (``frame;frame;... count``)."""
-    from profile_server import _short  # the same frame names as the server's profile
+    """The shares over the stacks of ``threads`` (a key of THREADS), inclusive time per function."""
+    from folded_stacks import summarise as summarise_stacks
 
-    own: Counter[str] = Counter()
-    inclusive: Counter[str] = Counter()
-    total = skipped = 0
-    for line in folded.read_text(encoding="utf-8").splitlines():
-        stack, _, count = line.rpartition(" ")
-        if not count.isdigit():
-            continue
-        samples = int(count)
-        frames = [_short(frame) for frame in stack.split(";") if not frame.startswith(("process ", "thread "))]
-        if not frames or not any(frame.startswith(THREADS[threads]) for frame in frames):
-            skipped += samples
-            continue
-        total += samples
-        own[frames[-1]] += samples
-        for function in {_function(frame) for frame in frames}:  # each function once, whatever its lines
-            inclusive[function] += samples
-    if not total:
-        raise SystemExit(f"{folded}: no samples of the {threads} threads (did py-spy run?)")
-    which = {"workers": "the worker threads", "run": "the run (worker threads and the driver's Runner.run)",
-             "all": "every thread"}[threads] + (f" ({skipped} samples of the rest left out)" if skipped else "")
-    lines = [f"{total} samples of {which}", "", f"{'own %':>6s}  function (file:line)"]
-    lines += [f"{100 * n / total:6.1f}  {frame}" for frame, n in own.most_common(top)]
-    lines += ["", f"{'incl %':>6s}  function (file), callees included"]
-    lines += [f"{100 * n / total:6.1f}  {frame}" for frame, n in inclusive.most_common(top)]
-    return "\n".join(lines)
-
-
-def _function(frame: str) -> str:
-    """``func (pkg/mod.py:12)`` -> ``func (pkg/mod.py)``: a function's lines counted together."""
-    name, _, where = frame.partition(" (")
-    return f"{name} ({where.rstrip(')').rpartition(':')[0] or where.rstrip(')')})" if where else name
+    what = {"workers": "the worker threads", "run": "the run (worker threads and the driver's Runner.run)",
+            "all": "every thread"}[threads]
+    return summarise_stacks(folded, top, what=what, by_function=True,
+                            keep=lambda frames: any(frame.startswith(THREADS[threads]) for frame in frames),
+                            drop_frame=lambda frame: frame.startswith(("process ", "thread ")))
 
 
 def main() -> int:
@@ -134,9 +105,9 @@ def main() -> int:
     if args.workload:
         workload(args)
         return 0
-    py_spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
-    if not Path(py_spy).exists():
-        raise SystemExit("py-spy not found: install it with `.venv/bin/pip install py-spy`")
+    from folded_stacks import find_py_spy
+
+    py_spy = find_py_spy()
     result_file = Path(args.out).with_suffix(".json")
     child = [sys.executable, __file__, "--workload", "--result", str(result_file), "--stb-root", args.stb_root,
              "--queries", str(args.queries), "--rounds", str(args.rounds), "--concurrency", str(args.concurrency),

@@ -13,51 +13,21 @@ the process, or inside a container started with --cap-add SYS_PTRACE.
 from __future__ import annotations
 
 import argparse
-import shutil
 import subprocess
 import sys
 import tempfile
 import threading
-from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_server import ROOT, load, make_cache, start  # noqa: E402  (the benchmark's cache and load)
+from bench_server import load, make_cache, start  # noqa: E402  (the benchmark's cache and load)
+from folded_stacks import find_py_spy  # noqa: E402
+from folded_stacks import summarise as summarise_stacks  # noqa: E402
 
 
 def summarise(folded: Path, top: int) -> str:
-    """Own and inclusive sample shares per function from py-spy's folded stacks (``frame;frame;... count``)."""
-    own: Counter[str] = Counter()
-    inclusive: Counter[str] = Counter()
-    total = 0
-    for line in folded.read_text(encoding="utf-8").splitlines():
-        stack, _, count = line.rpartition(" ")
-        if not count.isdigit():
-            continue
-        samples = int(count)
-        total += samples
-        frames = [_short(frame) for frame in stack.split(";")]
-        own[frames[-1]] += samples
-        for frame in set(frames):
-            inclusive[frame] += samples
-    if not total:
-        raise SystemExit(f"{folded}: no samples (did py-spy attach to the server?)")
-    lines = [f"{total} samples of the server process (idle time included as it shows up in the event loop)",
-             "", f"{'own %':>6s}  function (file:line)"]
-    lines += [f"{100 * n / total:6.1f}  {frame}" for frame, n in own.most_common(top)]
-    lines += ["", f"{'incl %':>6s}  function (file:line), callees included"]
-    lines += [f"{100 * n / total:6.1f}  {frame}" for frame, n in inclusive.most_common(top)]
-    return "\n".join(lines)
-
-
-def _short(frame: str) -> str:
-    """``func (/long/path/site-packages/pkg/mod.py:12)`` -> ``func (pkg/mod.py:12)``."""
-    name, _, where = frame.partition(" (")
-    where = where.rstrip(")")
-    for marker in ("site-packages/", str(ROOT) + "/", "/lib/python3"):
-        if marker in where:
-            where = where.split(marker, 1)[1]
-    return f"{name} ({where})" if where else name
+    return summarise_stacks(folded, top, what="the server process (idle time included as it shows up in the "
+                            "event loop)", no_samples="did py-spy attach to the server?")
 
 
 def main() -> int:
@@ -73,9 +43,7 @@ def main() -> int:
                              "system calls that release it (socket writes, waking the thread pool)")
     parser.add_argument("--out", default="/tmp/tba_server_profile.folded", help="folded stacks written here")
     args = parser.parse_args()
-    py_spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
-    if not Path(py_spy).exists():
-        raise SystemExit("py-spy not found: install it with `.venv/bin/pip install py-spy`")
+    py_spy = find_py_spy()
     with tempfile.TemporaryDirectory(prefix="profile_server_") as tmp:
         cache = Path(tmp) / "cache"
         calls = make_cache(cache, args.apis, args.entries)
