@@ -21,7 +21,7 @@ from .answers.read import iter_answer_files, load_answer, split_file_name
 from .answers.write import answer_path
 from .evaluation.counts import Counts, answer_flags, count, count_by_group
 from .fileio import write_text_atomic
-from .outcomes import FINISHED, INFRA_FAILURE
+from .outcomes import FINISHED
 from .queries import is_group_name
 from .structured.rates import total_stats
 
@@ -96,10 +96,10 @@ def summarize(run_dir: Path, method: str) -> dict:
     queries only; model calls and tokens count every query's latest attempt (what it cost)."""
     records = read_query_lines(Path(run_dir) / QUERY_STATS)
     model_s = [r["model_seconds"] / r["query_count"] for r in records if r.get("query_count")]
+    counts = count(records)  # queries, finished, infra failures, valid, answered, win, context length: counts.py
     return {
-        **count(records).as_dict(),  # queries, finished, infra failures, valid, answered, win: counts.py
-        # finished queries in which the endpoint refused a request as longer than the model's context
-        "context_length": sum(bool(r.get("context_length")) for r in records if r.get("outcome") != INFRA_FAILURE),
+        **counts.as_dict(),
+        "context_length": counts.context_length,
         **total_stats(records),  # model turns, valid ones, re-asks
         "model_calls": sum(r["query_count"] for r in records),
         "total_tokens": sum(r["total_tokens"] for r in records),

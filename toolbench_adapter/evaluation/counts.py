@@ -76,7 +76,7 @@ class Counts:
             return  # an infrastructure failure has no answer: it is neither valid nor answered nor a win
         self.finished += outcome == FINISHED
         self.outcome_unknown += outcome != FINISHED
-        self.context_length += bool(record.get("context_length"))  # runfolder.summarize's totals count the same
+        self.context_length += bool(record.get("context_length"))
         self.valid += bool(record.get("valid_data"))
         self.answered += bool(record.get("answered", record.get("valid_data")))  # older lines: valid
         self.win += bool(record.get("win"))

@@ -98,16 +98,22 @@ class LazySchemas:
         self._entries: dict[str, dict] = {}
         for function in function_entries(functions):
             self._entries.setdefault(function["name"], function)
+        self._looked_up: dict[str, tuple[dict, Draft7Validator]] = {}  # the cache key (JSON text) made once
 
     def __contains__(self, name: object) -> bool:
         return name in self._entries
 
+    def _get(self, name: str) -> tuple[dict, Draft7Validator]:
+        if name not in self._looked_up:
+            self._looked_up[name] = _converted(self._entries[name].get("parameters"))
+        return self._looked_up[name]
+
     def __getitem__(self, name: str) -> dict:
-        return _converted(self._entries[name].get("parameters"))[0]
+        return self._get(name)[0]
 
     def validator(self, name: str) -> Draft7Validator:
         """The compiled validator of ``self[name]``."""
-        return _converted(self._entries[name].get("parameters"))[1]
+        return self._get(name)[1]
 
 
 def _json_type_name(value: Any) -> str:

@@ -11,7 +11,7 @@ from ..evaluation.counts import count
 from ..evaluation.scores import STRICT, UPSTREAM, average
 from ..structured.describe import structured_fact
 from .run_data import RunData
-from .tables import SCORED_ANYWAY
+from .tables import SCORED_ANYWAY, failed_judgements_text
 
 PASS_RATE = "SoPR"
 
@@ -53,7 +53,7 @@ def incomplete(run: RunData, errors: int) -> str:
     out of its denominators (as tables.build_leaderboards says it), or an evaluation shown that is not complete."""
     reasons = []
     if errors:
-        reasons.append(f"scored with {errors} failed judgements (no verdict) left out of every denominator")
+        reasons.append(failed_judgements_text(errors))
     if run.evaluation is not None and not run.evaluation.complete:
         reasons.append(f"the evaluation shown is not complete: {run.evaluation.summary()}")
     return "; ".join(reasons)

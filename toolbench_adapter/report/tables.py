@@ -143,6 +143,11 @@ def row_name(row: ScoreRow) -> str:
     return f"{name} vs {row.reference}" if row.reference else name
 
 
+def failed_judgements_text(errors: int) -> str:
+    """Why a score carries SCORED_ANYWAY when judgements failed: the tables' footnote and the report's cards."""
+    return f"scored with {errors} failed judgements (no verdict) left out of every denominator"
+
+
 def build_leaderboards(rows: list[ScoreRow], scored_anyway: dict[str, str] | None = None,
                        counts: dict[str, dict[str, Counts]] | None = None) -> list[Leaderboard]:
     """``scored_anyway``: model -> why its rows are marked (a run scored with infrastructure failures): the
@@ -169,8 +174,7 @@ def build_leaderboards(rows: list[ScoreRow], scored_anyway: dict[str, str] | Non
         if is_self_judged_label(row.judge):  # the run's own model judged it: the row itself says so
             name = f"{name} ({SELF_JUDGED})"
         errors = failed[(*key, row_name(row))]
-        why = scored_anyway.get(row.model) or (
-            f"scored with {errors} failed judgements (no verdict) left out of every denominator" if errors else None)
+        why = scored_anyway.get(row.model) or (failed_judgements_text(errors) if errors else None)
         if why:
             mark = f"{SCORED_ANYWAY} {name}: {why}"
             name = f"{name} {SCORED_ANYWAY}"
