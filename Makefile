@@ -169,6 +169,10 @@ bench-server: install  ## cache-hit req/s and p50/p99: embedded server vs upstre
 profile-server: install  ## where the embedded server's time goes on cache hits: py-spy on `tba serve` under load (BENCH_ARGS: --seconds, --gil)
 	$(BIN)/python benchmarks/profile_server.py $(BENCH_ARGS)
 
+.PHONY: bench-http
+bench-http: install  ## CPU per JSON POST: requests, urllib3, http.client, and the transport's lean lane vs its requests lane
+	$(BIN)/python benchmarks/bench_http.py $(BENCH_ARGS)
+
 .PHONY: profile-runner
 profile-runner: install  ## where the harness's time per query goes: py-spy on bench-runner's threads run at concurrency 32 (BENCH_ARGS: --queries, --gil, --threads run)
 	$(BIN)/python benchmarks/profile_runner.py $(BENCH_ARGS)

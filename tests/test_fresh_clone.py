@@ -250,6 +250,11 @@ def check_bench_runner(clone, env, standin):
     assert re.search(r"threads\s+2\s+[\d.]+", out), out
 
 
+def check_bench_http(clone, env, standin):
+    out = ok(make(clone, env, "bench-http", "BENCH_ARGS=--calls 20"))
+    assert re.search(r"post_json lean\s+\d+", out) and re.search(r"post_json requests\s+\d+", out), out
+
+
 def check_bench_server(clone, env, standin):
     out = ok(make(clone, env, "bench-server", "BENCH_ARGS=--seconds 0.5 --apis 2 --entries 5 --threads 2"))
     assert "req/s" in out
@@ -310,7 +315,7 @@ CASES = {
     "compare-parsers (after eval)": check_compare_parsers_after_eval, "report": check_report,
     "report (before eval)": check_report_before_eval,
     "compare-parsers-live": check_compare_parsers_live, "serve": check_serve, "bench-runner": check_bench_runner,
-    "bench-server": check_bench_server, "profile-server": check_profile_server, "profile-runner": check_profile_runner, "bench-fanout": check_bench_fanout, "model": check_model,
+    "bench-http": check_bench_http, "bench-server": check_bench_server, "profile-server": check_profile_server, "profile-runner": check_profile_runner, "bench-fanout": check_bench_fanout, "model": check_model,
     "bench-hf": check_bench_hf, "bench-report": check_bench_report, "data": check_data, "clean": check_clean,
 }
 

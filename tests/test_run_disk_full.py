@@ -21,7 +21,7 @@ import runners.execution.runner as runner_module
 from runners.cli import main
 from runners.config import RunConfig, select_queries
 from runners.execution.resume import drop_torn_tail
-from toolbench_adapter.fileio import output_path_error
+from toolbench_adapter.fileio import AppendFiles, output_path_error
 
 ORDER = [(q.group, q.query_id) for q in select_queries(RunConfig(name="x"))]
 
@@ -37,27 +37,18 @@ class FullDisk:
     def __init__(self, monkeypatch, after: int = 3, manifest: bool = False):
         self.appends = 0
         self.full = False
-        real_os, real_open = os, open
+        real_append = AppendFiles.append
         disk = self
 
-        class Os:  # the runner's os module, with a write that tears the steps.jsonl append
-            def __getattr__(self, name):
-                return getattr(real_os, name)
-
-            @staticmethod
-            def write(fd, data):
-                if not disk.full:
-                    disk.appends += 1
-                    if disk.appends < after:
-                        return real_os.write(fd, data)
+        def append(files, path, data):  # the runner's appends: the after-th steps.jsonl one writes half, then fails
+            if not disk.full and Path(path).name == "steps.jsonl":
+                disk.appends += 1
+                if disk.appends >= after:
                     disk.full = True
-                    real_os.write(fd, data[: len(data) // 2])
-                raise enospc("steps.jsonl")
-
-        def runner_open(file, mode="r", *args, **kwargs):
-            if disk.full and "a" in mode:
-                raise enospc(file)
-            return real_open(file, mode, *args, **kwargs)
+                    real_append(files, path, data[: len(data) // 2])
+            if disk.full:
+                raise enospc(path)
+            real_append(files, path, data)
 
         def guarded(real):
             def write(path, *args, **kwargs):
@@ -66,8 +57,7 @@ class FullDisk:
                 return real(path, *args, **kwargs)
             return write
 
-        monkeypatch.setattr(runner_module, "os", Os())
-        monkeypatch.setattr(runner_module, "open", runner_open, raising=False)
+        monkeypatch.setattr(AppendFiles, "append", append)
         for name in ("write_json_atomic", "write_text_atomic"):
             monkeypatch.setattr(query_module, name, guarded(getattr(query_module, name)))
         if not manifest:
@@ -112,19 +102,18 @@ def test_a_full_disk_on_queries_jsonl_alone_keeps_the_answer_and_the_rerun_mends
                                                                                         monkeypatch):
     """The answer file was written, its queries.jsonl line was not: the query is finished, the rerun adds the line."""
     args = ["run", "--name", "q", "--out-root", str(tmp_path), "--backend", "scripted", "--quiet"]
-    real_open, appends = open, []
+    real_append, appends = AppendFiles.append, []
 
-    def failing_open(file, mode="r", *rest, **kwargs):
-        if "a" in mode and Path(file).name == "queries.jsonl":
-            appends.append(file)
+    def failing_append(files, path, data):
+        if Path(path).name == "queries.jsonl":
+            appends.append(path)
             if len(appends) == 3:
-                with real_open(file, "a") as handle:
-                    handle.write('{"group": "G1_')  # torn, then the disk is full
-                raise enospc(file)
-        return real_open(file, mode, *rest, **kwargs)
+                real_append(files, path, b'{"group": "G1_')  # torn, then the disk is full
+                raise enospc(path)
+        real_append(files, path, data)
 
     with monkeypatch.context() as patch:
-        patch.setattr(runner_module, "open", failing_open, raising=False)
+        patch.setattr(AppendFiles, "append", failing_append)
         assert main(args) == 2
     err = capsys.readouterr().err
     assert f"disk full at {tmp_path / 'q' / 'queries.jsonl'}" in err and "Traceback" not in err

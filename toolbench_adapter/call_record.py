@@ -16,12 +16,12 @@ them and ``tba compare-parsers --input RUN`` re-reads the outputs.
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
 
 SENT, OUTPUT, OUTPUT_TOOL_CALLS = "sent", "output", "output_tool_calls"
 TEXT, MESSAGES = "text", "messages"
 PARTS = ("tools", "stop", "prefill")  # sent with the prompt; recorded when they change
-_UNSET = object()
 
 
 def shared_prefix(items, previous) -> int:
@@ -42,13 +42,48 @@ def shared_prefix(items, previous) -> int:
     return shared
 
 
+class RawJSON:
+    """JSON text encoded once, as ``json.dumps`` wrote it, standing for a value in a step record until
+    ``encode_record`` writes the record. Not a str: ``json.dumps`` refuses it (TypeError) rather than quoting it."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def value(self) -> Any:
+        return json.loads(self.text)
+
+
+_MARK = f"\x00tba-raw-json-{uuid.uuid4().hex}-"  # a string no record holds: where each RawJSON's text goes
+
+
+def encode_record(record: dict) -> str:
+    """``json.dumps(record)`` with each RawJSON value's text in its place: the same bytes as encoding the value
+    itself, without a second pass over the request (the largest part of a step record)."""
+    raw = {key: value for key, value in record.items() if type(value) is RawJSON}
+    if not raw:
+        return json.dumps(record)
+    marks = {key: f"{_MARK}{key}" for key in raw}
+    text = json.dumps({**record, **marks})
+    for key, value in raw.items():
+        quoted = json.dumps(marks[key])
+        if text.count(quoted) != 1:  # cannot happen (a fresh random mark): encode as json.dumps would
+            return json.dumps({k: v.value() if type(v) is RawJSON else v for k, v in record.items()})
+        text = text.replace(quoted, value.text, 1)
+    return text
+
+
 class CallRecorder:
     """One query's recorder: ``sent(request, completion)`` after each model call, ``take()`` into the first
-    step record of that call (later records of the same call get nothing)."""
+    step record of that call (later records of the same call get nothing). The request is encoded once, when
+    taken: the record holds its JSON text (RawJSON), written by ``encode_record``."""
 
     def __init__(self) -> None:
         self._pending: tuple[Any, Any] | None = None
-        self._previous: dict[str, Any] = {"kind": None, "body": None, **{part: _UNSET for part in PARTS}}
+        # the previous request, to store the next one as a change from it: its kind, its body (messages frozen:
+        # the history's dicts may change later) and each part's JSON text
+        self._previous: dict[str, Any] = {"kind": None, "body": None, **{part: None for part in PARTS}}
 
     def sent(self, request: Any, completion: Any) -> None:
         self._pending = (request, completion)
@@ -58,29 +93,38 @@ class CallRecorder:
             return {}
         request, completion = self._pending
         self._pending = None
-        fields: dict[str, Any] = {SENT: self._encode(request), OUTPUT: completion.text}
+        fields: dict[str, Any] = {SENT: RawJSON(self._encode(request)), OUTPUT: completion.text}
         if completion.tool_calls:
-            fields[OUTPUT_TOOL_CALLS] = _copy(completion.tool_calls)
+            fields[OUTPUT_TOOL_CALLS] = RawJSON(json.dumps(completion.tool_calls))
         return fields
 
-    def _encode(self, request: Any) -> dict:
+    def _encode(self, request: Any) -> str:
+        """``json.dumps`` of {"kind", "shared", "rest", and each part that changed}, in that key order."""
         previous = self._previous
         kind, body = (TEXT, request.prompt) if request.prompt is not None else (MESSAGES, request.messages or [])
         shared = shared_prefix(body, previous["body"]) if kind == previous["kind"] else 0
-        rest = body[shared:] if kind == TEXT else _copy(body[shared:])  # the history's dicts may change later
-        if kind == MESSAGES:
-            body = (previous["body"] or [])[:shared] + rest  # the copies, kept to compare the next request with
-        sent: dict[str, Any] = {"kind": kind, "shared": shared, "rest": rest}
+        rest = body[shared:]
+        text = f'{{"kind": {json.dumps(kind)}, "shared": {shared}, "rest": {json.dumps(rest)}'
+        if kind == MESSAGES:  # kept to compare the next request with
+            body = (previous["body"] or [])[:shared] + _frozen(rest)
         parts = {"tools": request.tools, "stop": list(request.stop or []), "prefill": request.extra.get("prefill")}
+        encoded = {}
         for part, value in parts.items():
-            if previous[part] is _UNSET or value != previous[part]:
-                sent[part] = _copy(value)
-        self._previous = {"kind": kind, "body": body, **parts}
-        return sent
+            encoded[part] = json.dumps(value)
+            if previous[part] is None or encoded[part] != previous[part]:
+                text += f", {json.dumps(part)}: {encoded[part]}"
+        self._previous = {"kind": kind, "body": body, **encoded}
+        return text + "}"
 
 
-def _copy(value: Any) -> Any:
-    return json.loads(json.dumps(value)) if isinstance(value, (list, dict)) else value
+def _frozen(value: Any) -> Any:
+    """A copy of JSON data that later edits of ``value`` cannot reach: containers copied, their (immutable)
+    strings and numbers shared, so a long prompt is not copied character by character."""
+    if type(value) is dict:
+        return {key: _frozen(item) for key, item in value.items()}
+    if type(value) is list or type(value) is tuple:
+        return [_frozen(item) for item in value]
+    return value
 
 
 def decode_requests(records: list[dict]) -> list[dict]:

@@ -7,6 +7,7 @@ A place that cannot be written (a file in the way of a folder, a read-only folde
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -134,6 +135,77 @@ def write_bytes_atomic(path: str | Path, data: bytes, fsync: bool = False) -> Pa
             raise output_path_error(path, exc) from None
         raise
     return path
+
+
+_APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+
+
+def _open_append(path: str | Path) -> int:
+    try:
+        return os.open(path, _APPEND_FLAGS, 0o666)
+    except FileNotFoundError:  # the folder is made on the first append into it, not checked on every one
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        return os.open(path, _APPEND_FLAGS, 0o666)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def append_bytes(path: str | Path, data: bytes) -> None:
+    """``data`` at the end of ``path`` (the folder made if need be). Raises the OSError as it is: the callers
+    name the file and what a rerun mends."""
+    fd = _open_append(path)
+    try:
+        _write_all(fd, data)
+    finally:
+        os.close(fd)
+
+
+class AppendFiles:
+    """The files a run appends to while its queries run (queries.jsonl, errors.jsonl, steps.jsonl), each opened
+    once (O_APPEND) and kept open until ``close()``: an append is one write, not open, write and close. Each
+    system call lets another thread take the GIL, and at concurrency 32 the wait to get it back, not the call,
+    is what a query's files cost (benchmarks/bench_runner.py). O_APPEND puts each write whole at the end of the
+    file, so appends of several threads need no lock. ``close()`` waits for the writes in progress (a closed
+    descriptor's number can be reused by the next file opened: a late write must never reach that file), and
+    an append after it opens the file again."""
+
+    def __init__(self) -> None:
+        self._fds: dict[str, int] = {}
+        self._writing = 0  # appends between taking a descriptor and giving it back
+        self._idle = threading.Condition()
+
+    def append(self, path: str | Path, data: bytes) -> None:
+        key = str(path)
+        with self._idle:
+            fd = self._fds.get(key)
+            if fd is None:
+                fd = self._fds[key] = _open_append(key)
+            self._writing += 1
+        try:
+            _write_all(fd, data)
+        finally:
+            with self._idle:
+                self._writing -= 1
+                if not self._writing:
+                    self._idle.notify_all()
+
+    def __del__(self) -> None:  # a runner used without run() (tests drive run_query): its files close with it
+        with contextlib.suppress(OSError, TypeError, AttributeError):  # (at exit, os may already be gone)
+            for fd in self._fds.values():
+                os.close(fd)
+
+    def close(self) -> None:
+        """Close every file (before one of them is rewritten whole, and at the end of a session)."""
+        with self._idle:
+            self._idle.wait_for(lambda: not self._writing)
+            fds, self._fds = self._fds, {}
+        for fd in fds.values():
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
 
 def utf8_safe(text: str) -> str:

@@ -76,4 +76,6 @@ def dumps_indented(obj: Any, indent: int = 2, ensure_ascii: bool = True) -> str:
         encode(obj, "\n")
     except (_NotPlain, RecursionError):  # RecursionError: a cycle (json.dumps names it) or very deep data
         return json.dumps(obj, indent=indent, ensure_ascii=ensure_ascii)
+    finally:
+        encode = None  # noqa: F841 (it calls itself: a reference cycle, freed now rather than by the collector)
     return "".join(out)

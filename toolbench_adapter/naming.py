@@ -4,6 +4,7 @@ suffix (rapidapi_wrapper.py)."""
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from .protocol.functions import (
     DIGIT_PREFIX,
@@ -19,6 +20,7 @@ _NON_NAME = re.compile("[^\u4e00-\u9fa5^a-z^A-Z^0-9^_]")
 _UNDERSCORES = re.compile("_+")
 
 
+@lru_cache(maxsize=1 << 16)  # a run names the same tools and APIs in query after query: computed once each
 def standardize(name: str) -> str:
     """Tool / API display name -> identifier (toolbench/utils.py standardize)."""
     text = _UNDERSCORES.sub("_", _NON_NAME.sub("_", name)).lower().strip("_")
@@ -40,6 +42,7 @@ def standardize_category(category: str) -> str:
     return text.replace("__", "_")
 
 
+@lru_cache(maxsize=1 << 16)
 def pure_api_name(api_name: str) -> str:
     """The untruncated API identifier the server is called with."""
     return change_name(standardize(api_name))

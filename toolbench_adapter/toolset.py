@@ -154,45 +154,51 @@ def functions_json(toolset: Toolset) -> str:
     return json.dumps(toolset.functions, indent=2, ensure_ascii=False)
 
 
+_ENVIRONMENTS: dict[str, ToolEnvironment] = {}  # tool folder as given -> its environment (its tool descriptions, read once)
+
+
 class ToolEnvironment:
     """``toolenv/tools/{Category}/{standard_tool_name}.json``: only tool descriptions are read here."""
 
     def __init__(self, root: Path):
         self.root = root
-        self._cache: dict[tuple[str, str], dict | None] = {}
+        self._descriptions: dict[tuple[str, str], str | None] = {}  # only what queries read: a tool file is big
 
     @classmethod
     def resolve(cls, tool_root: str | Path | None) -> ToolEnvironment | None:
         chosen = tool_root or os.environ.get("TBA_TOOL_ROOT")
         if not chosen:
             return None
+        known = _ENVIRONMENTS.get(str(chosen))
+        if known is not None:  # one per folder for the process: each tool file read once, not once per query
+            return known
         path = Path(chosen).expanduser()
         if not path.is_dir():
             raise InputError("tool environment folder not found", path=path,
                              fix="pass --tool-root DIR pointing at toolenv/tools, or leave it out")
-        return cls(path)
+        return _ENVIRONMENTS.setdefault(str(chosen), cls(path))
 
     def tool_json(self, category: str, tool: str) -> dict | None:
-        key = (category, tool)
-        if key not in self._cache:
-            path = self.root / category / f"{tool}.json"
-            if not path.exists():
-                self._cache[key] = None
-            else:
-                try:
-                    data = json.loads(path.read_text(encoding="utf-8"))
-                except json.JSONDecodeError as exc:
-                    raise InputError(f"tool file is not valid JSON ({exc.msg} at line {exc.lineno})", path=path,
-                                     fix="restore the tool file from the tool environment release") from None
-                if not isinstance(data, dict):
-                    raise InputError("tool file must hold a JSON object", path=path)
-                self._cache[key] = data
-        return copy.deepcopy(self._cache[key])
+        path = self.root / category / f"{tool}.json"
+        if not path.exists():
+            return None
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise InputError(f"tool file is not valid JSON ({exc.msg} at line {exc.lineno})", path=path,
+                             fix="restore the tool file from the tool environment release") from None
+        if not isinstance(data, dict):
+            raise InputError("tool file must hold a JSON object", path=path)
+        return data
 
     def tool_description(self, category: str, tool: str) -> str | None:
-        data = self.tool_json(category, tool)
-        desc = data.get("tool_description") if data else None
-        if not isinstance(desc, str):
-            return None
-        desc = desc[:TOOL_DESCRIPTION_MAX_LENGTH].replace("\n", "").strip()
-        return desc or None
+        key = (category, tool)
+        if key not in self._descriptions:
+            data = self.tool_json(category, tool)
+            desc = data.get("tool_description") if data else None
+            if isinstance(desc, str):
+                desc = desc[:TOOL_DESCRIPTION_MAX_LENGTH].replace("\n", "").strip() or None
+            else:
+                desc = None
+            self._descriptions[key] = desc
+        return self._descriptions[key]

@@ -8,13 +8,13 @@ the driver passes its own; a Ray worker passes none (the driver records what the
 
 from __future__ import annotations
 
-import json
 import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from toolbench_adapter.call_record import encode_record
 from toolbench_adapter.env import ToolEnv
 from toolbench_adapter.evaluation.counts import answer_flags
 from toolbench_adapter.fileio import write_json_atomic, write_text_atomic
@@ -26,7 +26,7 @@ from toolbench_adapter.toolset import build_toolset
 
 from ..failures import FINISHED_FIELDS, HARNESS_ERROR, InfraFailure
 from ..search.agent import Agent, QueryContext
-from ..search.tree import Node
+from ..search.tree import Node, release
 from .preflight import RunSetup
 
 
@@ -74,6 +74,8 @@ class QueryRunner:
             failure = InfraFailure(HARNESS_ERROR, f"{type(exc).__name__}: {exc}")
             data = {"traceback": traceback.format_exc(), "trees": _trees(roots)}
             return self.write_query(query, ctx, data, time.perf_counter() - started, failure)
+        finally:
+            release(roots)  # written: freed now, not by a full garbage collection later (search/tree.py)
 
     def search(self, toolset, ctx: QueryContext, client, on_call, roots: list) -> dict:
         """The run's search method on one query: its answer file as a dict (search/methods.py)."""
@@ -108,7 +110,7 @@ class QueryRunner:
         # step records first (the query's own file, then steps.jsonl), the answer file last: an answer file on
         # disk means the query is complete and its records are readable in steps.jsonl
         if ctx is not None:
-            text = "".join(json.dumps(r) + "\n" for r in ctx.records)
+            text = "".join(encode_record(r) + "\n" for r in ctx.records)  # requests encoded once (call_record)
             write_text_atomic(steps_path(self.run_dir, query.group, query.query_id, self.cfg.method), text)
             if self.publish_steps is not None:
                 self.publish_steps(text)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
-import os
 import sys
 import threading
 import time
@@ -29,7 +28,7 @@ from typing import Any
 from tqdm import tqdm
 
 from toolbench_adapter.errors import InputError
-from toolbench_adapter.fileio import write_json_atomic
+from toolbench_adapter.fileio import AppendFiles, write_json_atomic
 from toolbench_adapter.queries import Query
 from toolbench_adapter.runfolder import (
     ERRORS,
@@ -100,6 +99,7 @@ class Runner:
         # the first failed write of the run (path, error): set, it stops the run as a first Ctrl-C does
         self.write_failure: tuple[Path, OSError] | None = None
         self.unwritten: list[str] = []  # "group/query_id" of queries whose files could not be written
+        self.appends = AppendFiles()  # queries.jsonl, errors.jsonl, steps.jsonl: open while the session runs
 
     # -- the tool server ------------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -145,21 +145,12 @@ class Runner:
         """A query's step records appended to steps.jsonl as it ends, in one write: a run killed at any moment
         leaves every ended query's records readable there. The end of the run rewrites the file in a stable
         order, and a resumed run first rebuilds it from the per-query files (no line twice, none torn)."""
-        if not text:
+        if not text or self.write_failure is not None:  # after a failed write nothing more: the rerun rebuilds it
             return
-        data = text.encode("utf-8")
-        with self._lock:
-            if self.write_failure is not None:  # nothing glued to a torn line; the rerun rebuilds the file
-                return
-            try:
-                fd = os.open(self.run_dir / STEPS, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
-                try:
-                    while data:
-                        data = data[os.write(fd, data):]
-                finally:
-                    os.close(fd)
-            except OSError as exc:  # a full disk: the query's own step file holds them (resume rebuilds from it)
-                self._cannot_write(self.run_dir / STEPS, exc)
+        try:  # no lock: O_APPEND puts each query's records whole at the end (AppendFiles)
+            self.appends.append(self.run_dir / STEPS, text.encode("utf-8"))
+        except OSError as exc:  # a full disk: the query's own step file holds them (resume rebuilds from it)
+            self._cannot_write(self.run_dir / STEPS, exc)
 
     # -- the whole run -----------------------------------------------------------------------------------
     def pending(self) -> tuple[list[Query], int]:
@@ -182,7 +173,10 @@ class Runner:
         naming it). Ctrl-C: no query starts, those in flight finish, the session is recorded as interrupted;
         a second Ctrl-C raises StopNow at once (the queries in flight recorded as not finished)."""
         with RunFolderLock(self.run_dir, self.command):
-            return self._run()
+            try:
+                return self._run()
+            finally:
+                self.appends.close()
 
     def _run(self) -> dict:
         self.check_manifest(self.cfg.model)  # the settings, before any endpoint is asked
@@ -193,6 +187,7 @@ class Runner:
         todo, done_before = self.pending()
         # steps.jsonl from the per-query files of what stays (an interrupted session's appends may be torn or
         # repeat a query that runs again): this session appends each query's records as it ends
+        self.appends.close()  # steps.jsonl is rewritten whole next (resume's appends to queries.jsonl are done)
         if (self.run_dir / STEPS_DIR).is_dir():
             collect_steps(self.run_dir, skip={self.steps_path(q.group, q.query_id) for q in todo})
         started = time.time()
@@ -250,6 +245,7 @@ class Runner:
                 if stream is not None:
                     stream.close()  # after a second Ctrl-C: lets go of the queries in flight without waiting
                 client.close()
+        self.appends.close()  # every query has ended: steps.jsonl is rewritten whole, in a stable order
         collect_steps(self.run_dir)
         remove_empty_dirs(self.run_dir / FAILED_DIR)  # redone failures leave their folders behind
         manifest = self._manifest(manifest, finished=time.time(), outcomes=outcomes, skipped=done_before,
@@ -277,7 +273,8 @@ class Runner:
         if stop_now:
             exc.in_flight = in_flight
         elif self.write_failure is None:  # the files are whole: steps.jsonl in its stable order (a stop now, or a
-            collect_steps(self.run_dir)  # failed write, leaves the appended one: the rerun rebuilds it)
+            self.appends.close()  # failed write, leaves the appended one: the rerun rebuilds it)
+            collect_steps(self.run_dir)
         unfinished = in_flight + self.unwritten
         now = time.time()
         manifest = self._manifest(manifest, ended=now, outcomes=outcomes, skipped=skipped, seconds=now - started)
@@ -288,7 +285,7 @@ class Runner:
 
     def _cannot_write(self, path: Path, exc: OSError) -> None:
         """A write of the run failed: like a first Ctrl-C, no query starts from now on; the first failure is kept
-        for the message. Never takes self._lock (the appends call it holding it)."""
+        for the message. Takes no lock: the appends and the worker threads call it."""
         if self.write_failure is None:
             self.write_failure = (Path(path), exc)
             tqdm.write(f"tba run: {_write_problem(path, exc)}: starting no more queries; waiting for the "
@@ -359,16 +356,13 @@ class Runner:
                                   "partial": str(self.failed_path(stats["group"], stats["query_id"]))})
 
     def _append(self, name: str, record: dict) -> None:
-        with self._lock:
-            if self.write_failure is not None:  # nothing glued to a torn line; resume mends the lost ones
-                return
-            path = self.run_dir / name
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                with open(path, "a", encoding="utf-8") as handle:
-                    handle.write(json.dumps(record) + "\n")
-            except OSError as exc:  # a full disk: the answer file is the record (resume.recover_stats)
-                self._cannot_write(path, exc)
+        if self.write_failure is not None:  # after a failed write nothing more: resume mends the lost lines
+            return
+        path = self.run_dir / name
+        try:  # no lock: O_APPEND puts each line whole at the end (AppendFiles)
+            self.appends.append(path, (json.dumps(record) + "\n").encode("utf-8"))
+        except OSError as exc:  # a full disk: the answer file is the record (resume.recover_stats)
+            self._cannot_write(path, exc)
 
 
 def _write_problem(path: Path, exc: OSError) -> str:

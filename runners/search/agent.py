@@ -14,6 +14,7 @@ from toolbench_adapter.call_record import CallRecorder
 from toolbench_adapter.dialects.base import Dialect
 from toolbench_adapter.parsers import PARSERS
 from toolbench_adapter.parsers.base import ParsedTurn
+from toolbench_adapter.parsers.schema import LazySchemas
 from toolbench_adapter.protocol import env as E
 from toolbench_adapter.protocol.react import TOOL_CALL_ID_LENGTH, TOOL_CALL_ID_PREFIX
 from toolbench_adapter.structured.checks import step_violations
@@ -57,7 +58,6 @@ class QueryContext:
     method: str
     seed: int = 42
     budget: Budget = field(default_factory=Budget)
-    rng: random.Random = field(default_factory=random.Random)
     records: list[dict] = field(default_factory=list)  # per-step records for steps.jsonl
     # set at the first infrastructure failure: the search stops there and the query writes no answer file
     infra_failure: InfraFailure | None = None
@@ -67,9 +67,23 @@ class QueryContext:
     # each model call's request and raw reply, into the first step record of that call (call_record.py)
     calls: CallRecorder = field(default_factory=CallRecorder)
 
-    def __post_init__(self) -> None:
-        # call ids and fallbacks are deterministic per (seed, query): reruns write identical files
-        self.rng.seed(f"{self.seed}:{self.group}:{self.toolset.query.query_id}")
+    _rng: random.Random | None = field(default=None, init=False, repr=False)
+    _schemas: LazySchemas | None = field(default=None, init=False, repr=False)
+
+    @property
+    def schemas(self) -> LazySchemas:
+        """The function list's argument schemas, each converted and compiled once for the whole query."""
+        if self._schemas is None:
+            self._schemas = LazySchemas(self.toolset.functions)
+        return self._schemas
+
+    @property
+    def rng(self) -> random.Random:
+        """Call ids and fallbacks, deterministic per (seed, query): reruns write identical files. Seeded on first
+        use: most queries draw nothing (native calls bring their ids), and seeding costs a hash and a urandom read."""
+        if self._rng is None:
+            self._rng = random.Random(f"{self.seed}:{self.group}:{self.toolset.query.query_id}")
+        return self._rng
 
 
 @dataclass
@@ -129,7 +143,7 @@ class Agent:
                          detail=completion.error, completion=completion, infra=failure)
             return thought
         parsed = self.parse(completion)
-        violations = step_violations(parsed, ctx.toolset)  # per call (one list for a turn with no call)
+        violations = step_violations(parsed, ctx.toolset, ctx.schemas)  # per call (one list for a turn with no call)
         content = self.dialect.assistant_content(completion.text, parsed)
         last = node
         if completion.text is not None:

@@ -85,7 +85,10 @@ def run_dfs(agent: Agent, ctx: QueryContext, root: Node, width: int = 2, max_ste
                 return r - 1
         return 1
 
-    dfs(root)
+    try:
+        dfs(root)
+    finally:
+        dfs = None  # noqa: F841 (it calls itself: a reference cycle, freed now rather than by a full collection)
     return result
 
 

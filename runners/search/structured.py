@@ -87,7 +87,7 @@ class StructuredOutput:
             if completion.error:
                 return completion
             parsed = agent.parse(completion)
-            found = flat(step_violations(parsed, ctx.toolset))
+            found = flat(step_violations(parsed, ctx.toolset, ctx.schemas))
             if not found:
                 return completion
             cap = ctx.budget.call_cap

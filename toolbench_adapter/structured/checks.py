@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from ..parsers.base import ParsedTurn
-from ..parsers.schema import Violation, turn_violations
+from ..parsers.schema import LazySchemas, Violation, turn_violations
 from ..toolset import Toolset
 
 
-def step_violations(parsed: ParsedTurn, toolset: Toolset) -> list[list[dict]]:
-    """Per call of the turn (in order) the list of its violations as dicts; one list for a turn with no call."""
-    per_call = turn_violations(parsed, toolset.functions)  # each called function's schema converted lazily
+def step_violations(parsed: ParsedTurn, toolset: Toolset, schemas: LazySchemas | None = None) -> list[list[dict]]:
+    """Per call of the turn (in order) the list of its violations as dicts; one list for a turn with no call.
+    ``schemas``: LazySchemas(toolset.functions) kept for the whole query (each schema converted once)."""
+    per_call = turn_violations(parsed, toolset.functions, schemas)  # each called function's schema converted lazily
     return [[v.as_dict() for v in violations] for violations in per_call]
 
 
