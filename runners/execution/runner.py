@@ -273,7 +273,7 @@ class Runner:
         if stop_now:
             exc.in_flight = in_flight
         elif self.write_failure is None:  # the files are whole: steps.jsonl in its stable order (a stop now, or a
-            self.appends.close()  # failed write, leaves the appended one: the rerun rebuilds it)
+            self.appends.close()          # failed write, leaves the appended one: the rerun rebuilds it)
             collect_steps(self.run_dir)
         unfinished = in_flight + self.unwritten
         now = time.time()
@@ -356,7 +356,9 @@ class Runner:
                                   "partial": str(self.failed_path(stats["group"], stats["query_id"]))})
 
     def _append(self, name: str, record: dict) -> None:
-        if self.write_failure is not None:  # after a failed write nothing more: resume mends the lost lines
+        # after a failed write nothing more (an append already under way in another thread may still land after
+        # the torn line: readers skip a line that does not parse, and resume mends the lines lost)
+        if self.write_failure is not None:
             return
         path = self.run_dir / name
         try:  # no lock: O_APPEND puts each line whole at the end (AppendFiles)
