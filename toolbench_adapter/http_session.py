@@ -54,14 +54,14 @@ class EnvCachedSession(requests.Session):
             return super().merge_environment_settings(url, proxies, stream, verify, cert)
         if settings is None:
             settings = super().merge_environment_settings(url, {}, stream, verify, cert)
-            _remember(self._environment_settings, key, settings)
+            remember(self._environment_settings, key, settings)
         return {**settings, "proxies": dict(settings["proxies"])}  # a copy: nothing downstream edits the cache
 
     def netrc_auth(self, url: str) -> tuple[str, str] | None:
         """``get_netrc_auth(url)``, read once per URL (and NETRC value): requests reads the file per request."""
         key = (url, os.environ.get("NETRC"))
         if key not in self._netrc_auth:
-            _remember(self._netrc_auth, key, get_netrc_auth(url))
+            remember(self._netrc_auth, key, get_netrc_auth(url))
         return self._netrc_auth[key]
 
     def prepare_request(self, request: requests.Request) -> PreparedRequest:
@@ -85,7 +85,7 @@ class EnvCachedSession(requests.Session):
             template.prepare_url(url, merge_setting(request.params, self.params))
             template.prepare_headers(merge_setting(headers, self.headers, dict_class=CaseInsensitiveDict))
             template.prepare_cookies(RequestsCookieJar())
-            _remember(self._templates, key, template)
+            remember(self._templates, key, template)
         prepared = template.copy()  # its own headers and cookie jar
         prepared.hooks = default_hooks()  # copy() shares the template's hooks dict: never add to that one
         # PreparedRequest.prepare's last steps, in its order
@@ -95,7 +95,8 @@ class EnvCachedSession(requests.Session):
         return prepared
 
 
-def _remember(cache: dict, key: Any, value: Any) -> None:
+def remember(cache: dict, key: Any, value: Any) -> None:
+    """``cache[key] = value``, the cache emptied first when full (bounded: sessions live for a whole run)."""
     if len(cache) >= _MAX_CACHED:
         cache.clear()
     cache[key] = value

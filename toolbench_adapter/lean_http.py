@@ -45,11 +45,10 @@ from requests.structures import CaseInsensitiveDict
 from requests.utils import get_encoding_from_headers, guess_json_utf, select_proxy
 from urllib3.util import wait_for_read
 
-from .http_session import EnvCachedSession
+from .http_session import EnvCachedSession, remember
 
 _UNSEEN = object()
 _MAX_CONNECTIONS = 16  # hosts per thread; a run talks to a handful
-_MAX_CACHED = 256  # URLs (and header sets) per thread, as http_session.py keeps them
 
 
 class LeanResponse:
@@ -115,7 +114,7 @@ class LeanClient:
         route = self._routes.get(key, _UNSEEN)
         if route is _UNSEEN:
             route = self._route(url)
-            _remember(self._routes, key, route)
+            remember(self._routes, key, route)
         if route is None:
             return None
         if isinstance(timeout, tuple):
@@ -183,7 +182,7 @@ class LeanClient:
                 names.setdefault("Content-Type", "application/json")
             names.setdefault("User-Agent", f"python-urllib3/{urllib3.__version__}")  # urllib3 adds its own
             merged = dict(names.items())
-            _remember(self._headers, key, merged)
+            remember(self._headers, key, merged)
         return merged if data is None else {**merged, "Content-Length": str(len(data))}
 
     def _connection(self, route: _Route) -> http.client.HTTPConnection:
@@ -250,8 +249,3 @@ class LeanClient:
                 raise requests.exceptions.ContentDecodingError(f"Could not decode a {coding} body: {exc}") from exc
         return LeanResponse(reply.status, reply.reason, received, content, route.url), reply
 
-
-def _remember(cache: dict, key: Any, value: Any) -> None:
-    if len(cache) >= _MAX_CACHED:
-        cache.clear()
-    cache[key] = value
