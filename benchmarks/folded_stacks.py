@@ -20,6 +20,16 @@ def find_py_spy() -> str:
     return py_spy
 
 
+def add_sampling_options(parser, *, top: int, released_by: str) -> None:
+    """The py-spy options both profilers take: --rate, --top, --gil (``released_by``: the system calls that release
+    the GIL in the profiled process, named in --gil's help)."""
+    parser.add_argument("--rate", type=int, default=400, help="py-spy samples per second (default 400)")
+    parser.add_argument("--top", type=int, default=top, help=f"functions listed (default {top})")
+    parser.add_argument("--gil", action="store_true",
+                        help="only samples of the thread holding the GIL: Python's own work, without the time in "
+                             f"system calls that release it ({released_by})")
+
+
 def short(frame: str) -> str:
     """``func (/long/path/site-packages/pkg/mod.py:12)`` -> ``func (pkg/mod.py:12)``."""
     name, _, where = frame.partition(" (")

@@ -81,6 +81,8 @@ def summarise(folded: Path, top: int, threads: str = "workers") -> str:
 
 
 def main() -> int:
+    from folded_stacks import add_sampling_options, find_py_spy
+
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--stb-root", default=os.environ.get("TBA_STB_ROOT", "../shared/stabletoolbench"))
     parser.add_argument("--queries", type=int, default=256, help="profiled queries (default 256)")
@@ -89,11 +91,7 @@ def main() -> int:
                         help="runs of --queries queries, one after the other (more samples; default 1)")
     parser.add_argument("--model-delay-ms", type=float, default=50.0)
     parser.add_argument("--server-delay-ms", type=float, default=20.0)
-    parser.add_argument("--rate", type=int, default=400, help="py-spy samples per second (default 400)")
-    parser.add_argument("--top", type=int, default=30, help="functions listed (default 30)")
-    parser.add_argument("--gil", action="store_true",
-                        help="only samples of the thread holding the GIL: Python's own work, without the time in "
-                             "system calls that release it (socket and file writes)")
+    add_sampling_options(parser, top=30, released_by="socket and file writes")
     parser.add_argument("--idle", action="store_true", help="sample waiting threads too (model sleep, tool calls)")
     parser.add_argument("--threads", choices=sorted(THREADS), default="workers",
                         help="the stacks summarised: workers (the query threads, default), run (those and the "
@@ -105,8 +103,6 @@ def main() -> int:
     if args.workload:
         workload(args)
         return 0
-    from folded_stacks import find_py_spy
-
     py_spy = find_py_spy()
     result_file = Path(args.out).with_suffix(".json")
     child = [sys.executable, __file__, "--workload", "--result", str(result_file), "--stb-root", args.stb_root,

@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_server import load, make_cache, start  # noqa: E402  (the benchmark's cache and load)
-from folded_stacks import find_py_spy  # noqa: E402
+from folded_stacks import add_sampling_options, find_py_spy  # noqa: E402
 from folded_stacks import summarise as summarise_stacks  # noqa: E402
 
 
@@ -36,11 +36,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=8.0, help="profiled load time (default 8)")
     parser.add_argument("--apis", type=int, default=20, help="cache files (default 20)")
     parser.add_argument("--entries", type=int, default=300, help="entries per cache file (default 300)")
-    parser.add_argument("--rate", type=int, default=400, help="py-spy samples per second (default 400)")
-    parser.add_argument("--top", type=int, default=25, help="functions listed (default 25)")
-    parser.add_argument("--gil", action="store_true",
-                        help="only samples of the thread holding the GIL: Python's own work, without the time in "
-                             "system calls that release it (socket writes, waking the thread pool)")
+    add_sampling_options(parser, top=25, released_by="socket writes, waking the thread pool")
     parser.add_argument("--out", default="/tmp/tba_server_profile.folded", help="folded stacks written here")
     args = parser.parse_args()
     py_spy = find_py_spy()

@@ -54,26 +54,57 @@ def _read_request(conn: socket.socket) -> bytes:
     return head + b"\r\n\r\n" + body
 
 
-class FaultyServer:
-    """Faults: "ok", "cut" (Content-Length larger than the body, then close), "reset" (RST, no reply),
-    "hang" (no reply until the server stops), "html" (200, not JSON), an HTTP status as an int, or a
-    (status, headers) pair, e.g. ``(429, {"Retry-After": "2"})``."""
+class LoopbackServer:
+    """A listening socket on 127.0.0.1 and its accept loop: each connection goes to ``_handle(conn)`` in a thread
+    of its own; ``with`` starts the loop and stops it."""
 
-    def __init__(self, script: list[str | int | tuple[int, dict]], ok_body: dict | None = None,
-                 answers_preflight: bool = False):
-        self.script = list(script)
-        # a tool server that dies mid-run: the run's preflight (server/client.py) answered, outside the script
-        self.answers_preflight = answers_preflight
-        self.ok_body = json.dumps(ok_body or OK_BODY).encode()
-        self.requests: list[bytes] = []
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._sock = socket.socket()
         self._sock.bind(("127.0.0.1", 0))
         self._sock.listen(64)
         self._sock.settimeout(0.05)
-        self.url = f"http://127.0.0.1:{self._sock.getsockname()[1]}"
+        self.port = self._sock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
         self._thread = threading.Thread(target=self._serve, daemon=True)
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._sock.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
+
+    def _handle(self, conn: socket.socket) -> None:
+        raise NotImplementedError
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._sock.close()
+
+
+class FaultyServer(LoopbackServer):
+    """Faults: "ok", "cut" (Content-Length larger than the body, then close), "reset" (RST, no reply),
+    "hang" (no reply until the server stops), "html" (200, not JSON), an HTTP status as an int, or a
+    (status, headers) pair, e.g. ``(429, {"Retry-After": "2"})``."""
+
+    def __init__(self, script: list[str | int | tuple[int, dict]], ok_body: dict | None = None,
+                 answers_preflight: bool = False):
+        super().__init__()
+        self.script = list(script)
+        # a tool server that dies mid-run: the run's preflight (server/client.py) answered, outside the script
+        self.answers_preflight = answers_preflight
+        self.ok_body = json.dumps(ok_body or OK_BODY).encode()
+        self.requests: list[bytes] = []
 
     @property
     def count(self) -> int:
@@ -86,16 +117,6 @@ class FaultyServer:
         with self._lock:
             self.requests.append(request)
             return self.script[min(len(self.requests), len(self.script)) - 1]
-
-    def _serve(self) -> None:
-        while not self._stop.is_set():
-            try:
-                conn, _ = self._sock.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
 
     def _handle(self, conn: socket.socket) -> None:
         try:
@@ -120,12 +141,3 @@ class FaultyServer:
             pass  # the client gave up first (a timeout test)
         finally:
             conn.close()
-
-    def __enter__(self) -> FaultyServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join()
-        self._sock.close()

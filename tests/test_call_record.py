@@ -89,3 +89,13 @@ def test_text_prompts_and_parts_recorded_when_they_change():
     assert first["sent"] == {"kind": "text", "shared": 0, "rest": "abc", "tools": None, "stop": ["x"], "prefill": "T"}
     assert second["sent"] == {"kind": "text", "shared": 3, "rest": "def", "prefill": "U"}
     assert [d["prompt"] for d in decode_requests([first, second])] == ["abc", "abcdef"]
+
+
+def test_a_part_edited_in_place_after_it_was_sent_is_recorded_again():
+    tools = [{"type": "function", "function": {"name": "f"}}]
+    recorder = CallRecorder()
+    take(recorder, request(messages=[], tools=tools))
+    unchanged = json.loads(encode_record(take(recorder, request(messages=[], tools=tools))))["sent"]
+    tools[0]["function"]["name"] = "g"  # the same list, edited: the recorder kept a copy to compare with
+    edited = json.loads(encode_record(take(recorder, request(messages=[], tools=tools))))["sent"]
+    assert "tools" not in unchanged and edited["tools"] == [{"type": "function", "function": {"name": "g"}}]

@@ -22,7 +22,7 @@ import pytest
 import requests
 from requests.utils import DEFAULT_ACCEPT_ENCODING
 
-from tests.faulty_http import OK_BODY, FaultyServer
+from tests.faulty_http import OK_BODY, FaultyServer, LoopbackServer
 from toolbench_adapter.transport import FaultKind, HttpResult, HttpTransport, RetryPolicy
 
 BODY = {"category": "Weather", "tool_name": "sky", "api_name": "now", "tool_input": '{"city": "Zürich"}'}
@@ -71,38 +71,21 @@ def reply(status: int = 200, body: bytes = json.dumps(ANSWER).encode(), headers:
     return f"{version} {status} Status\r\n{lines}\r\n".encode("latin-1") + body
 
 
-class RawServer:
+class RawServer(LoopbackServer):
     """A loopback HTTP/1.1 server on raw sockets that keeps connections open. ``answer(request, conn)`` writes
     the reply (or misbehaves) and says what next: "keep" (read the next request), "close" (close now; an RST
     if the answer set SO_LINGER 0), "hold" (read nothing more, close when the server stops)."""
 
     def __init__(self, answer: Callable[[Seen, socket.socket], str]):
+        super().__init__()
         self.answer = answer
         self.seen: list[Seen] = []
         self.connections = 0  # accepted
         self.eofs = 0  # connections the client closed
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._sock = socket.socket()
-        self._sock.bind(("127.0.0.1", 0))
-        self._sock.listen(64)
-        self._sock.settimeout(0.05)
-        self.port = self._sock.getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-
-    def _serve(self) -> None:
-        while not self._stop.is_set():
-            try:
-                conn, _ = self._sock.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            with self._lock:
-                self.connections += 1
-            threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
 
     def _handle(self, conn: socket.socket) -> None:
+        with self._lock:
+            self.connections += 1
         reader = conn.makefile("rb")
         try:
             while True:
@@ -129,14 +112,6 @@ class RawServer:
         finally:
             reader.close()
             conn.close()
-
-    def __enter__(self) -> RawServer:
-        threading.Thread(target=self._serve, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._sock.close()
 
 
 def answering(payload: bytes, then: str = "keep") -> Callable[[Seen, socket.socket], str]:

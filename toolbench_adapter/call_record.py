@@ -22,6 +22,7 @@ from typing import Any
 SENT, OUTPUT, OUTPUT_TOOL_CALLS = "sent", "output", "output_tool_calls"
 TEXT, MESSAGES = "text", "messages"
 PARTS = ("tools", "stop", "prefill")  # sent with the prompt; recorded when they change
+_UNSET = object()
 
 
 def shared_prefix(items, previous) -> int:
@@ -81,9 +82,9 @@ class CallRecorder:
 
     def __init__(self) -> None:
         self._pending: tuple[Any, Any] | None = None
-        # the previous request, to store the next one as a change from it: its kind, its body (messages frozen:
-        # the history's dicts may change later) and each part's JSON text
-        self._previous: dict[str, Any] = {"kind": None, "body": None, **{part: None for part in PARTS}}
+        # the previous request, to store the next one as a change from it: its kind, its body and parts (frozen:
+        # the history's dicts may change later)
+        self._previous: dict[str, Any] = {"kind": None, "body": None, **{part: _UNSET for part in PARTS}}
 
     def sent(self, request: Any, completion: Any) -> None:
         self._pending = (request, completion)
@@ -108,12 +109,13 @@ class CallRecorder:
         if kind == MESSAGES:  # kept to compare the next request with
             body = (previous["body"] or [])[:shared] + _frozen(rest)
         parts = {"tools": request.tools, "stop": list(request.stop or []), "prefill": request.extra.get("prefill")}
-        encoded = {}
         for part, value in parts.items():
-            encoded[part] = json.dumps(value)
-            if previous[part] is None or encoded[part] != previous[part]:
-                text += f", {json.dumps(part)}: {encoded[part]}"
-        self._previous = {"kind": kind, "body": body, **encoded}
+            if previous[part] is _UNSET or value != previous[part]:  # encoded only when it changed
+                text += f", {json.dumps(part)}: {json.dumps(value)}"
+                parts[part] = _frozen(value)
+            else:
+                parts[part] = previous[part]
+        self._previous = {"kind": kind, "body": body, **parts}
         return text + "}"
 
 

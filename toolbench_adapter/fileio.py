@@ -109,6 +109,13 @@ def _create_temp(folder: Path, name: str) -> tuple[int, str]:
             continue
 
 
+def _write_all(fd: int, data: bytes) -> None:
+    """All of ``data`` to ``fd``, straight to the descriptor: no file object (and its buffer) per write."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
 def write_bytes_atomic(path: str | Path, data: bytes, fsync: bool = False) -> Path:
     path = Path(path)
     try:
@@ -121,9 +128,7 @@ def write_bytes_atomic(path: str | Path, data: bytes, fsync: bool = False) -> Pa
         raise output_path_error(path, exc) from None
     try:
         try:  # the bytes straight to the descriptor: no file object (os.fdopen's buffer) per write
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
+            _write_all(fd, data)
             if fsync:  # answer files: survive a power cut, not only a killed process
                 os.fsync(fd)
         finally:
@@ -146,22 +151,6 @@ def _open_append(path: str | Path) -> int:
     except FileNotFoundError:  # the folder is made on the first append into it, not checked on every one
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         return os.open(path, _APPEND_FLAGS, 0o666)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-
-
-def append_bytes(path: str | Path, data: bytes) -> None:
-    """``data`` at the end of ``path`` (the folder made if need be). Raises the OSError as it is: the callers
-    name the file and what a rerun mends."""
-    fd = _open_append(path)
-    try:
-        _write_all(fd, data)
-    finally:
-        os.close(fd)
 
 
 class AppendFiles:
