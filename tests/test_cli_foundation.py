@@ -46,6 +46,8 @@ def broken_root(tmp_path, stb_root):
 def test_missing_checkout(capsys, tmp_path):
     code, _, err = run_cli(capsys, "queries", "--stb-root", str(tmp_path / "nope"))
     assert code == 2 and "nope" in err and "checkout not found" in err
+    # the fix names the shipped queries and the command that fetches them again
+    assert "--stb-root data/stabletoolbench" in err and "tba data fetch" in err
 
 
 def test_unknown_group(capsys, broken_root):

@@ -32,7 +32,10 @@ QUERY_DIR = Path("solvable_queries") / "test_instruction"
 IDS_DIR = Path("solvable_queries") / "test_query_ids"
 PROJECT_DATA = Path(__file__).resolve().parent.parent / "data"
 SAMPLE_ROOT = PROJECT_DATA / "sample"
-ROOT_HINT = "pass --stb-root DIR (or set TBA_STB_ROOT) to a StableToolBench checkout holding solvable_queries/"
+# the fix of every "no checkout" error: the 765 queries ship in data/ (protocol/query_files.py), and fetch again
+ROOT_HINT = ("pass --stb-root data/stabletoolbench (StableToolBench's 765 solvable queries, shipped), or --stb-root DIR "
+             "(or TBA_STB_ROOT) for another checkout holding solvable_queries/; `tba data fetch --out DIR` downloads "
+             "the query files again")
 
 
 def is_group_name(name: str) -> bool:
