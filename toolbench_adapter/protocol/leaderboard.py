@@ -12,6 +12,7 @@ GPT_CACHE_JUDGE = "gpt-4-turbo-2024-04-09"  # GPT-based caching system tables (R
 MIRRORAPI_JUDGE = "gpt-4o"  # MirrorAPI-Cache tables
 LEADERBOARD_JUDGES = {GPT_CACHE_JUDGE: "the GPT-based caching system tables",
                       MIRRORAPI_JUDGE: "the MirrorAPI-Cache tables"}
+SIMULATOR_MODEL = "gpt-4-turbo"  # server/config.yml `model`: what answered cache misses of the GPT-based cache server
 EVALUATE_TIMES = 3  # `--evaluate_times 3` in the README's SoPR / SoWR commands
 
 # where upstream's pieces are downloaded

@@ -1,0 +1,78 @@
+"""tba doctor: each piece a run comparable with the StableToolBench leaderboard needs, OK or MISSING."""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = """\
+Checks each piece a run needs for a number that can stand beside the StableToolBench leaderboard and prints
+one line per piece: OK, or MISSING with what it is and the command or link that gets it.
+  query files      --stb-root (default: $TBA_STB_ROOT, else data/stabletoolbench, shipped): StableToolBench's 765
+                   solvable queries, recognised by the SHA-256 of upstream's files
+  tool documents   --tool-root (default: $TBA_TOOL_ROOT, else <stb-root>/toolenv/tools): the tool files, and how
+                   many of the query set's tools they cover
+  response cache   --cache: StableToolBench's tool_response_cache (entries counted)
+  simulator        what answers cache misses, as tba serve takes it: a GPT-based llm or a MirrorAPI endpoint (one
+                   GET /models); the default schema simulator answers with synthetic data, so it counts as missing
+  judge            --judge-url / --judge-model as tba evaluate takes them: reachable, serving the model, answering
+                   one test request (the judge preflight), and whether it is the leaderboard's judge
+Each network check is one request with a --timeout S limit (no retries), so the command ends in bounded time.
+Exit 0 when every piece is there, 1 when one is missing, 2 on a bad flag (an unknown simulator)."""
+
+MISSING_EXIT = 1  # a check that found a piece missing: not bad input (2), not failures counted apart (3)
+
+
+def register(subparsers) -> None:
+    from toolbench_adapter.doctor import DEFAULT_TIMEOUT_S
+
+    from ._common import add_judge_url, add_stb_root
+
+    p = subparsers.add_parser("doctor", help="check each piece a leaderboard-comparable run needs", description=HELP,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_stb_root(p)
+    p.add_argument("--cache", default=None, metavar="DIR",
+                   help="the tool-response cache folder (tba serve --cache, tba run --cache-dir)")
+    p.add_argument("--simulator", default="schema",
+                   help="what answers cache misses, as tba serve --simulator (default schema: synthetic)")
+    p.add_argument("--llm-base-url", default=None,
+                   help="llm/mirrorapi: OpenAI-compatible base URL (default http://127.0.0.1:12345/v1)")
+    p.add_argument("--llm-model", default=None, help="llm/mirrorapi: model name as the endpoint knows it")
+    p.add_argument("--llm-api-key-env", default="OPENAI_API_KEY",
+                   help="llm/mirrorapi: environment variable holding the API key (default OPENAI_API_KEY)")
+    p.add_argument("--mirror-system-prompt", default=None, metavar="FILE",
+                   help="mirrorapi: file holding upstream's SFT_SYSTEM prompt")
+    add_judge_url(p)
+    p.add_argument("--judge-model", default=None,
+                   help="judge model (default: $TBA_JUDGE_MODEL, else gpt-4o-mini, as tba evaluate)")
+    p.add_argument("--judge-api-key", default=None, help="the judge's API key (default: $OPENAI_API_KEY)")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="S",
+                   help=f"seconds for each network check (default {DEFAULT_TIMEOUT_S:g})")
+    p.set_defaults(func=run, judge_backend="openai")
+
+
+def run(args: argparse.Namespace) -> int:
+    from toolbench_adapter.doctor import DoctorSettings, run_checks
+    from toolbench_adapter.errors import InputError
+
+    from ._common import judge_model_from_args, judge_urls
+
+    if args.timeout <= 0:
+        raise InputError(f"--timeout {args.timeout:g} is not positive", field="--timeout", fix="e.g. --timeout 5")
+    settings = DoctorSettings(stb_root=args.stb_root, tool_root=args.tool_root, cache=args.cache,
+                              simulator=args.simulator, llm_model=args.llm_model or "",
+                              llm_api_key_env=args.llm_api_key_env, mirror_system_prompt=args.mirror_system_prompt,
+                              judge_urls=judge_urls(args), judge_model=judge_model_from_args(args),
+                              judge_api_key=args.judge_api_key, timeout_s=args.timeout)
+    if args.llm_base_url:
+        settings.llm_base_url = args.llm_base_url
+    checks = run_checks(settings)
+    print("What a run comparable with the StableToolBench leaderboard needs:")
+    for check in checks:
+        print("  " + check.line())
+    missing = [check.piece for check in checks if not check.ok]
+    if missing:
+        print(f"{len(missing)} of {len(checks)} pieces missing ({', '.join(missing)}): numbers from this setup are not "
+              "comparable with the leaderboard")
+        return MISSING_EXIT
+    print(f"all {len(checks)} pieces are there")
+    return 0

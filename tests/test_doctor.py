@@ -1,0 +1,138 @@
+"""`tba doctor`: each piece of a leaderboard-comparable run, OK or MISSING with how to get it; exit 0 only when
+every piece is there (1 otherwise). Fakes on loopback: an OpenAI-compatible stand-in as the judge and the `llm`
+simulator's endpoint, a server that never answers for the bounded judge check."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from runners.cli import main
+from tests.faulty_http import FaultyServer
+from tests.openai_standin import OpenAIStandin
+from toolbench_adapter.protocol.leaderboard import CACHE_URL, GPT_CACHE_JUDGE, SIMULATOR_MODEL, TOOLENV_URL
+
+ENV = ("TBA_STB_ROOT", "TBA_TOOL_ROOT", "TBA_JUDGE_URL", "TBA_JUDGE_MODEL", "OPENAI_API_KEY")
+
+
+@pytest.fixture(autouse=True)
+def bare_environment(monkeypatch):
+    """Nothing beside the checkout: no variable points at data, a judge or a key."""
+    for name in ENV:
+        monkeypatch.delenv(name, raising=False)
+
+
+def doctor(capsys, *argv) -> tuple[int, dict[str, str], str]:
+    code = main(["doctor", *argv])
+    out, err = capsys.readouterr()
+    lines = {}
+    for line in out.splitlines():
+        status, _, rest = line.strip().partition(" ")
+        if status in ("OK", "MISSING"):
+            lines[rest.strip().split("  ")[0]] = f"{status} {rest.strip()}"
+    return code, lines, out + err
+
+
+@pytest.fixture
+def tool_root(tmp_path):
+    """Tool documents for the tool of the first G1_instruction query (TheClique, category Data)."""
+    root = tmp_path / "toolenv" / "tools"
+    (root / "Data").mkdir(parents=True)
+    (root / "Data" / "theclique.json").write_text(json.dumps({"tool_name": "TheClique", "tool_description": "x",
+                                                              "api_list": []}))
+    return root
+
+
+@pytest.fixture
+def cache(tmp_path):
+    """A response cache in upstream's layout: two entries of one api, one simulated entry marked apart."""
+    root = tmp_path / "tool_response_cache"
+    (root / "Data" / "theclique_for_Data").mkdir(parents=True)
+    (root / "Data" / "theclique_for_Data" / "songkick_concert.json").write_text(json.dumps(
+        {"{'id_conc': '1'}": {"error": "", "response": "a"}, "{'id_conc': '2'}": {"error": "", "response": "b"}}))
+    (root / "_simulated" / "Data" / "theclique_for_Data").mkdir(parents=True)
+    (root / "_simulated" / "Data" / "theclique_for_Data" / "songkick_concert.json").write_text(json.dumps(
+        {"{'id_conc': '2'}": {"error": "", "response": "b"}}))
+    return root
+
+
+def test_a_fresh_clone_misses_the_cache_the_simulator_and_the_judge(capsys, tmp_path):
+    code, lines, out = doctor(capsys, "--cache", str(tmp_path / "no_cache"))
+    assert code == 1, out
+    # the shipped query files are StableToolBench's, by digest
+    assert lines["query files"].startswith("OK") and "765 solvable queries" in lines["query files"]
+    assert lines["tool documents"].startswith("MISSING") and TOOLENV_URL in lines["tool documents"]
+    assert lines["response cache"].startswith("MISSING") and "no such folder" in lines["response cache"]
+    assert CACHE_URL in lines["response cache"]
+    assert lines["simulator"].startswith("MISSING") and "synthetic" in lines["simulator"]
+    assert "--simulator llm" in lines["simulator"]
+    assert lines["judge"].startswith("MISSING") and "--judge-url" in lines["judge"] and GPT_CACHE_JUDGE in lines["judge"]
+    assert "4 of 5 pieces missing" in out
+
+
+def test_every_piece_there_is_ok_and_exit_0(capsys, tool_root, cache):
+    with OpenAIStandin(models=(GPT_CACHE_JUDGE, SIMULATOR_MODEL)) as endpoint:
+        code, lines, out = doctor(capsys, "--tool-root", str(tool_root), "--cache", str(cache),
+                                  "--simulator", "llm", "--llm-base-url", endpoint.url, "--llm-model", SIMULATOR_MODEL,
+                                  "--judge-url", endpoint.url, "--judge-model", GPT_CACHE_JUDGE)
+        probes = len(endpoint.probes)
+    assert code == 0, out
+    assert all(line.startswith("OK") for line in lines.values()) and len(lines) == 5, out
+    assert "1 of the query set's" in lines["tool documents"]
+    assert "2 entries in 1 api files (1 marked simulated" in lines["response cache"]
+    assert SIMULATOR_MODEL in lines["simulator"]
+    assert "the judge of the GPT-based caching system tables" in lines["judge"]
+    assert probes == 1  # the judge preflight's one test request
+    assert "all 5 pieces are there" in out
+
+
+def test_another_query_set_is_not_the_leaderboards(capsys, tool_root, cache):
+    code, lines, _ = doctor(capsys, "--stb-root", "data/sample", "--tool-root", str(tool_root), "--cache", str(cache))
+    assert code == 1
+    assert lines["query files"].startswith("MISSING") and "6 queries, not StableToolBench's" in lines["query files"]
+    assert "0 of 12 files" in lines["query files"] and "--stb-root data/stabletoolbench" in lines["query files"]
+
+
+def test_an_empty_cache_or_tool_folder_is_missing(capsys, tmp_path):
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "tools" / "Other").mkdir(parents=True)
+    (tmp_path / "tools" / "Other" / "unrelated.json").write_text("{}")
+    code, lines, _ = doctor(capsys, "--cache", str(tmp_path / "cache"), "--tool-root", str(tmp_path / "tools"))
+    assert code == 1
+    assert lines["response cache"].startswith("MISSING") and "no entries" in lines["response cache"]
+    assert lines["tool documents"].startswith("MISSING") and "0 of the query set's" in lines["tool documents"]
+
+
+def test_a_judge_that_is_not_the_leaderboards_or_serves_another_model(capsys, tmp_path):
+    with OpenAIStandin(models=("gpt-4o-mini",)) as endpoint:
+        _, lines, _ = doctor(capsys, "--judge-url", endpoint.url)  # tba evaluate's default model: gpt-4o-mini
+        assert lines["judge"].startswith("MISSING") and "answers, but gpt-4o-mini is not the leaderboard's judge" \
+            in lines["judge"]
+        _, lines, _ = doctor(capsys, "--judge-url", endpoint.url, "--judge-model", GPT_CACHE_JUDGE)
+        assert lines["judge"].startswith("MISSING") and "is not served" in lines["judge"]
+        assert "pass --judge-model gpt-4o-mini" in lines["judge"]
+
+
+def test_a_judge_that_never_answers_is_missing_after_the_timeout(capsys):
+    with FaultyServer(["hang"]) as server:
+        code, lines, _ = doctor(capsys, "--judge-url", server.url + "/v1", "--judge-model", GPT_CACHE_JUDGE,
+                                "--timeout", "0.5")
+    assert code == 1 and lines["judge"].startswith("MISSING") and "cannot be reached" in lines["judge"]
+
+
+def test_simulator_endpoints_are_checked(capsys, tmp_path):
+    with OpenAIStandin(models=("other",)) as endpoint:
+        _, lines, _ = doctor(capsys, "--simulator", "llm", "--llm-base-url", endpoint.url, "--llm-model",
+                             SIMULATOR_MODEL)
+    assert lines["simulator"].startswith("MISSING") and "does not serve 'gpt-4-turbo'" in lines["simulator"]
+    with FaultyServer([401]) as server:
+        _, lines, _ = doctor(capsys, "--simulator", "llm", "--llm-base-url", server.url + "/v1", "--llm-model", "m")
+    assert lines["simulator"].startswith("MISSING") and "$OPENAI_API_KEY was refused" in lines["simulator"]
+    _, lines, _ = doctor(capsys, "--simulator", "mirrorapi", "--llm-model", "mirror")
+    assert lines["simulator"].startswith("MISSING") and "--mirror-system-prompt" in lines["simulator"]
+
+
+def test_an_unknown_simulator_is_bad_input(capsys):
+    code, lines, out = doctor(capsys, "--simulator", "shema")
+    assert code == 2 and "schema" in out and not lines
