@@ -57,6 +57,20 @@ def test_released_example_beside_the_published_table(stb_root, capsys):
     assert "ToolLLaMA v2 (DFS)" in out and "DOES NOT FOLLOW" in out  # the flagged SoWR Average
 
 
+def test_make_reproduce_says_why_so_few_cells_and_where_full_label_sets_are(capsys):
+    from toolbench_adapter.queries import PROJECT_DATA
+
+    # what `make reproduce` runs, on the example the project ships (no ../shared needed)
+    out = _reproduce(capsys, PROJECT_DATA / "stabletoolbench_example", "--published", "stb-gpt-cache-sopr",
+                     "--published", "stb-gpt-cache-sowr")
+    overall, why = out.split("Overall: ")[1].splitlines()[:2]
+    assert overall.startswith("0 of 133 published cells reproduced exactly")
+    assert why.startswith("Why: StableToolBench releases labels only for this example, 3 queries of G1_instruction "
+                          "for 2 models") and "130 of the 133 cells have no labels here" in why
+    assert "not released (THUNLP-MT/StableToolBench issue #30)" in why
+    assert "https://huggingface.co/datasets/stabletoolbench/baselines" in why and "--labels DIR" in why
+
+
 def test_reproduce_leaderboard_table(stb_root, capsys):
     out = _reproduce(capsys, stb_root, "--leaderboard")
     assert "| Method | I1 Inst | I1 Cat | I1 Tool | I2 Cat | I2 Inst | I3 Inst | Average |" in out

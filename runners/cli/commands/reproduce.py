@@ -12,6 +12,7 @@ from toolbench_adapter.evaluation.reproduce import (
     check_matches,
     compare_published,
     default_test_ids,
+    example_note,
     parse_matches,
     published_text,
     report_text,
@@ -117,6 +118,8 @@ def run(args: argparse.Namespace) -> int:
     if tables:
         print()
         print(published_text(comparisons), end="")
+        if result.example:
+            print(example_note(result, comparisons), end="")
         averages = published.averages_text(tables, only_flagged=True)
         if averages:
             print()
