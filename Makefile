@@ -289,3 +289,11 @@ e2e-light: model  ## the same pipeline with no vLLM: the hf backend behind tba s
 .PHONY: bench-engine
 bench-engine: model vllm  ## queries/min at concurrency 1, 4, 8 through the harness vs the engine's own ceiling [needs vLLM: make vllm]
 	$(BIN)/python benchmarks/bench_engine.py $(BENCH_ARGS)
+
+# tba doctor: is each piece of a leaderboard-comparable run here? (query files, tool documents, CACHE, SIMULATOR,
+# the judge of JUDGE_URL / JUDGE_MODEL); DOCTOR_ARGS passes more flags (tba doctor --help), e.g. --tool-root DIR
+DOCTOR_ARGS ?=
+.PHONY: doctor
+doctor: install  ## check each piece a run comparable with the StableToolBench leaderboard needs: OK, or MISSING and how to get it (exit 1)
+	$(TBA) doctor $(if $(STB),--stb-root $(STB)) --cache $(CACHE) --simulator $(SIMULATOR) \
+	  $(if $(JUDGE_URL),--judge-url $(JUDGE_URL)) $(if $(JUDGE_MODEL),--judge-model $(JUDGE_MODEL)) $(DOCTOR_ARGS)

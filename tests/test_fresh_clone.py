@@ -16,6 +16,7 @@ fails the test, so a new target is covered from the day it is added.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -296,10 +297,23 @@ def check_bench_report(clone, env, standin):
 
 
 def check_data(clone, env, standin):
-    """Needs a network: offline it exits 2 naming the network, and writes nothing."""
+    """Refreshes the shipped query files, so it needs a network: offline it exits 2 naming the network, and the
+    shipped files stay as they are (every download is checked before any file is replaced)."""
+    from toolbench_adapter.protocol.query_files import QUERY_FILE_SHA256
+
     done = make(clone, env, "data", timeout=120)
     assert done.returncode == 2 and "network" in done.stderr, done.stderr[-2000:]
-    assert not (clone / "data" / "stabletoolbench").exists()
+    for rel, digest in QUERY_FILE_SHA256.items():
+        assert hashlib.sha256((clone / "data" / "stabletoolbench" / rel).read_bytes()).hexdigest() == digest, rel
+
+
+def check_doctor(clone, env, standin):
+    """Nothing beside the clone: the shipped queries are StableToolBench's; the cache, a simulator for misses and
+    the judge are missing, each with how to get it, and the command fails."""
+    done = make(clone, env, "doctor", timeout=120)
+    assert done.returncode != 0, done.stdout
+    for line in ("OK       query files", "MISSING  response cache", "MISSING  simulator", "MISSING  judge"):
+        assert line in done.stdout, done.stdout
 
 
 def check_clean(clone, env, standin):
@@ -316,7 +330,8 @@ CASES = {
     "report (before eval)": check_report_before_eval,
     "compare-parsers-live": check_compare_parsers_live, "serve": check_serve, "bench-runner": check_bench_runner,
     "bench-http": check_bench_http, "bench-server": check_bench_server, "profile-server": check_profile_server, "profile-runner": check_profile_runner, "bench-fanout": check_bench_fanout, "model": check_model,
-    "bench-hf": check_bench_hf, "bench-report": check_bench_report, "data": check_data, "clean": check_clean,
+    "bench-hf": check_bench_hf, "bench-report": check_bench_report, "data": check_data, "doctor": check_doctor,
+    "clean": check_clean,
 }
 
 

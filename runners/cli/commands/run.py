@@ -105,7 +105,8 @@ def register(subparsers) -> None:
     p.add_argument("--server", action="append", metavar="URL",
                    help="tool server /virtual URL (repeat it for several), or 'embedded' (default: start one "
                    "in-process)")
-    p.add_argument("--simulator", help="embedded server: schema (default), llm, mirrorapi or none")
+    p.add_argument("--simulator", help="embedded server: schema (default: synthetic answers, not comparable with the leaderboard), "
+                   "llm, mirrorapi or none")
     p.add_argument("--cache-dir", help="embedded server: response cache folder (StableToolBench layout)")
     p.add_argument("--server-rate", type=float, help="tool calls per second across the run (default: unpaced)")
     p.add_argument("--server-timeout", type=float, help="seconds per tool-server request (default 120)")

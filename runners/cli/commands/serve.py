@@ -45,8 +45,10 @@ def register(subparsers) -> None:
                         "schema simulator, and validation of category/tool/api on a cache miss. Default: "
                         "$TBA_STB_ROOT; without either, requests are not validated")
     parser.add_argument("--simulator", default="schema",
-                        help="what answers a cache miss: schema (offline, deterministic; default), llm (any "
-                        "OpenAI-compatible chat model), mirrorapi (a vLLM-served MirrorAPI model), none (an error answer)")
+                        help="what answers a cache miss: schema (offline, deterministic; default: synthetic answers, so "
+                        "numbers on it are not comparable with the leaderboard), llm (any OpenAI-compatible chat "
+                        "model), mirrorapi (a vLLM-served MirrorAPI model), none (an error answer); tba doctor checks "
+                        "the llm / mirrorapi endpoint")
     parser.add_argument("--save", action=argparse.BooleanOptionalAction, default=True,
                         help="write simulated answers to the cache folder (default: on)")
     parser.add_argument("--compat", choices=["stb", "strict"], default="stb",
