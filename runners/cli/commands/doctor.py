@@ -25,11 +25,14 @@ MISSING_EXIT = 1  # a check that found a piece missing: not bad input (2), not f
 def register(subparsers) -> None:
     from toolbench_adapter.doctor import DEFAULT_TIMEOUT_S
 
-    from ._common import add_judge_url, add_stb_root
+    from ._common import add_judge_url
 
     p = subparsers.add_parser("doctor", help="check each piece a leaderboard-comparable run needs", description=HELP,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_stb_root(p)
+    p.add_argument("--stb-root", default=None, metavar="DIR",
+                   help="query files (solvable_queries/); default: $TBA_STB_ROOT, else data/stabletoolbench (shipped)")
+    p.add_argument("--tool-root", default=None, metavar="DIR",
+                   help="tool documents (toolenv/tools); default: $TBA_TOOL_ROOT, else <stb-root>/toolenv/tools")
     p.add_argument("--cache", default=None, metavar="DIR",
                    help="the tool-response cache folder (tba serve --cache, tba run --cache-dir)")
     p.add_argument("--simulator", default="schema",
