@@ -132,8 +132,8 @@ lint: install  ## ruff, and the import layers (lint-imports: .importlinter)
 	$(BIN)/ruff check toolbench_adapter runners tests benchmarks
 	$(BIN)/lint-imports --no-cache
 
-data: install  ## fetch the upstream StableToolBench query files into data/stabletoolbench [needs a network]
-	$(TBA) data fetch --out data/stabletoolbench
+data: install  ## refresh the shipped StableToolBench query files in data/stabletoolbench (each download checked by digest before any is replaced) [needs a network]
+	$(TBA) data fetch --out data/stabletoolbench --overwrite
 
 eval: install  ## run a model end to end and print its leaderboard row -> results/runs/$(RUN) (offline default: SmolLM2 on data/sample)
 	$(JUDGE_CHECK)$(TBA) run --name $(RUN) $(RUN_FLAGS) $(if $(PARSER),--parser $(PARSER))
