@@ -86,7 +86,7 @@ def test_a_changed_query_under_a_known_id_is_refused_before_any_model_call(tmp_p
     assert (backend.calls, backend.preflights) == (0, 0)  # no model asked, none loaded
     assert folder_bytes(run_dir) == before  # nothing written
     text = str(refused.value)
-    assert "G1_instruction/900001" in text and "changed under an id the run knows" in text
+    assert "G1_instruction/900001" in text and "changed under an id the run has" in text
     assert "--name" in refused.value.fix
     # the same through the command line: exit 2
     assert run(tmp_path, changed, "--groups", "G1_instruction") == 2

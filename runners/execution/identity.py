@@ -109,9 +109,9 @@ def differences(recorded: dict, identity: QueryIdentity) -> list[str]:
             unknown.append(f"{group}/{qid}")
     lines = []
     if changed:
-        lines.append(f"{_some(changed)} changed under an id the run knows (query text or function list)")
+        lines.append(f"{_some(changed)} changed under an id the run has (another query text or function list)")
     if unknown:
-        lines.append(f"{_some(unknown)} not among the run's queries, from a set of that group that differs")
+        lines.append(f"{_some(unknown)} with an id the run does not have, from a group whose queries differ from the run's")
     if new_groups:
         lines.append(f"group(s) {', '.join(new_groups)} added from another data set (this root's "
                      f"{', '.join(differ[:SHOWN])} differ{'s' if len(differ) == 1 else ''} from the run's)")
