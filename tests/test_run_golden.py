@@ -62,8 +62,11 @@ def manifest_digest(run: Path) -> str:
     manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
     manifest["config"].pop("out_root")
     manifest.pop("code_version")
+    # added by issue 33 (a run's queries: digests and the data root, an absolute path that differs per checkout;
+    # tests/test_run_query_identity.py checks them): left out so the digests stay those recorded before the split
+    manifest.pop("queries")
     for session in manifest["sessions"]:
-        for key in ("started", "finished", "seconds"):
+        for key in ("started", "finished", "seconds", "stb_root"):
             session.pop(key)
         for endpoint in session["endpoints"]["tool_server"]:
             endpoint.pop("url")  # the embedded server's free port

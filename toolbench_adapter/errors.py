@@ -7,6 +7,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+# the fix of every "not a run folder" error (evaluate, report, table, merge, the comparisons)
+RUN_FOLDER_FIX = "give a folder written by `tba run` (results/runs/NAME), or run `make eval` first"
+
 
 class InputError(Exception):
     """Bad input from the user (a file, a flag, a folder). The CLI prints it and exits with status 2."""

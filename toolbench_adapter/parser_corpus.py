@@ -70,7 +70,8 @@ def read_outputs(paths: list[str | Path]) -> list[ModelOutput]:
     outputs: list[ModelOutput] = []
     for path in map(Path, paths):
         if not path.exists():
-            raise InputError("no such file or folder", path=path, fix="check the path")
+            raise InputError("no such file or folder", path=path, fix="check the path: answer files, a JSONL of texts, "
+                             "or a folder written by `tba run` (results/runs/NAME; or run `make eval` first)")
         from_run = read_in_run(path)
         if from_run is not None:
             outputs.extend(from_run)

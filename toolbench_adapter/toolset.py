@@ -132,6 +132,15 @@ def build_toolset(query: Query, flavour: str = "legacy", compat: Compat = STB,
                    tool_descriptions=descriptions)
 
 
+def function_list(query: Query, flavour: str = "legacy", compat: Compat = STB) -> list[dict]:
+    """The functions build_toolset sends for ``query`` (equal to its ``functions``), without reading any tool
+    description: what a query's identity digests (query_identity.py)."""
+    if query.functions is not None:
+        return query.functions
+    return [*(api_to_function(api, standardize(api["tool_name"]), flavour, compat) for api in query.api_list),
+            finish_function(flavour)]
+
+
 def _recorded_toolset(query: Query, env: ToolEnvironment | None) -> Toolset:
     """A function list recorded in an answer file, sent verbatim (whatever the flavour asked: the recording
     decides); routes from the api_list entries that name their ``function_name``."""

@@ -8,8 +8,9 @@ from toolbench_adapter.queries import Query, QuerySet
 from .run_config import RunConfig
 
 
-def select_queries(cfg: RunConfig) -> list[Query]:
-    queries = QuerySet(cfg.stb_root)
+def select_queries(cfg: RunConfig, queries: QuerySet | None = None) -> list[Query]:
+    """``queries``: the data root already read (a run's identity check reads its groups too), else cfg.stb_root."""
+    queries = queries if queries is not None else QuerySet(cfg.stb_root)
     groups = cfg.groups or queries.available_groups()
     for group in groups:
         queries.check_group(group)

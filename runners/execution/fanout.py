@@ -133,6 +133,8 @@ def _run_fanout(cfg: RunConfig, parsers: list[str], backend: Any, progress: bool
         probes = [Runner(configs[parser], backend=counters[parser], progress=False) for parser in parsers]
     except (ValueError, TypeError) as exc:  # as tba run: a bad dialect or backend option
         raise InputError(str(exc), fix="check --dialect-option / --backend-option names and values") from None
+    for probe in probes:  # a variant folder of other settings or queries: exit 2 before any variant asks the model
+        probe.check_run(note=False)
     manifests: dict[str, dict] = {}
     try:
         with probes[0].tool_server() as url:  # one tool server for every variant, started once

@@ -66,8 +66,12 @@ def build_manifest(run: Any, previous: dict | None, started: float | None = None
         "code_version": run_code_version(run),
         "seed": cfg.seed,
     })
+    identity = getattr(run, "identity", None)
+    if identity is not None:  # the queries (identity.py): the data root used now, each selected query's digest
+        manifest["queries"] = identity.record(manifest)
     if started is not None:
-        manifest.setdefault("sessions", []).append({"started": iso_time(started), "command": run.command})
+        manifest.setdefault("sessions", []).append({"started": iso_time(started), "command": run.command,
+                                                    **({"stb_root": str(identity.root)} if identity else {})})
     if (finished is not None or ended is not None) and manifest.get("sessions"):
         outcomes = outcomes or []
         failures = Counter(o.failure.kind for o in outcomes if o.failure is not None)

@@ -34,6 +34,7 @@ from toolbench_adapter.queries import is_group_name
 from toolbench_adapter.runfolder import ERRORS, FAILED_DIR, MANIFEST, QUERY_STATS, STEPS_DIR, collect_steps, summarize
 
 from ..config import RunConfig
+from .identity import merged_record
 from .runlock import RunFolderLock, lock_path, pid_alive
 
 
@@ -61,6 +62,7 @@ def _merge_runs(sources: list[str | Path], out: str | Path) -> dict:
             diff = sorted(k for k in d if d[k] != defining[0].get(k))
             raise InputError(f"this shard was run with different settings ({', '.join(diff)})", path=source,
                              fix="merge only shards of the same run")
+    queries = merged_record(sources, manifests)  # shards of other queries: refused
     plan = _plan(sources)  # every check that can refuse happens here, before the first write
     check_writable(out.parent)
     remove_stale_staging(out)
@@ -79,6 +81,9 @@ def _merge_runs(sources: list[str | Path], out: str | Path) -> dict:
         manifest = {**manifests[0], "name": out.name, "merged_from": [str(s) for s in sources],
                     "sessions": [s for m in manifests for s in m.get("sessions", [])]}
         manifest["config"] = {**manifest["config"], "shard": None, "name": out.name}
+        manifest.pop("queries", None)  # a shard without digests: the merged run's queries are not known
+        if queries is not None:
+            manifest["queries"] = queries
         manifest["totals"] = summarize(staging, method)
         write_json_atomic(staging / MANIFEST, manifest, fsync=True)
         os.chmod(staging, 0o777 & ~current_umask())  # mkdtemp makes 0700; a run folder is as mkdir would make it
@@ -136,7 +141,8 @@ def _check_out(out: Path) -> None:
 def _read_manifest(source: Path) -> dict:
     path = source / MANIFEST
     if not path.exists():
-        raise InputError("not a run folder (no manifest.json)", path=source, fix="pass folders written by tba run")
+        raise InputError("not a run folder (no manifest.json)", path=source,
+                         fix="give the folders `tba run --shard i/n` wrote (results/runs/NAME)")
     manifest = read_json(path, "manifest")
     if not isinstance(manifest, dict) or not isinstance(manifest.get("config"), dict):
         raise InputError("a run manifest must be an object with a config", path=path, field="config",

@@ -16,11 +16,13 @@ from ..config import RunConfig, select_queries
 from ..failures import FINISHED_FIELDS
 
 
-def pending(cfg: RunConfig, run_dir: Path, append: Callable[[str, dict], None]) -> tuple[list[Query], int]:
-    """(queries to run, how many selected ones are done); the lost stats lines of done ones appended first."""
+def pending(cfg: RunConfig, run_dir: Path, append: Callable[[str, dict], None],
+            selected: list[Query] | None = None) -> tuple[list[Query], int]:
+    """(queries to run, how many selected ones are done); the lost stats lines of done ones appended first.
+    ``selected``: the queries already selected (the identity check read them), else select_queries(cfg)."""
     for name in (QUERY_STATS, ERRORS):  # an append cut short (a full disk, a kill) would swallow the next line
         drop_torn_tail(run_dir / name)
-    selected = select_queries(cfg)
+    selected = select_queries(cfg) if selected is None else selected
     todo = [q for q in selected if not is_finished(answer_path(run_dir, q.group, q.query_id, cfg.method))]
     pending_keys = {(q.group, q.query_id) for q in todo}
     recover_stats(cfg, run_dir, [q for q in selected if (q.group, q.query_id) not in pending_keys], append)

@@ -46,6 +46,7 @@ from toolbench_adapter.runfolder import (
 from ..config import RunConfig
 from ..failures import HARNESS_ERROR, InfraFailure
 from .executors import executor_class, make_executor
+from .identity import QueryIdentity, check_queries
 from .interrupt import CtrlC, StopNow
 from .manifest import build_manifest, check_manifest, iso_time
 from .preflight import make_backend, prepare
@@ -100,6 +101,7 @@ class Runner:
         self.write_failure: tuple[Path, OSError] | None = None
         self.unwritten: list[str] = []  # "group/query_id" of queries whose files could not be written
         self.appends = AppendFiles()  # queries.jsonl, errors.jsonl, steps.jsonl: open while the session runs
+        self.identity: QueryIdentity | None = None  # this session's queries and their digests (identity.py)
 
     # -- the tool server ------------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -154,7 +156,8 @@ class Runner:
 
     # -- the whole run -----------------------------------------------------------------------------------
     def pending(self) -> tuple[list[Query], int]:
-        return pending(self.cfg, self.run_dir, self._append)
+        return pending(self.cfg, self.run_dir, self._append,
+                       selected=self.identity.selected if self.identity is not None else None)
 
     def effective_model(self) -> str:
         """The model this run asks: --model, else the name the backend settled on (the one the endpoint serves,
@@ -164,6 +167,14 @@ class Runner:
 
     def check_manifest(self, model: str | None = None) -> dict | None:
         return check_manifest(self.run_dir, self.cfg, model)
+
+    def check_run(self, note: bool = True) -> dict | None:
+        """The run already in the folder (its manifest, None: a new run), refused (exit 2) when it defines another
+        run: other settings, or other queries (identity.py). Reads files only: before any model is loaded or
+        asked, and before anything is written."""
+        previous = self.check_manifest(self.cfg.model)
+        self.identity = check_queries(self.run_dir, self.cfg, previous, note=note)
+        return previous
 
     def _manifest(self, previous: dict | None, **session: Any) -> dict:
         return build_manifest(self, previous, **session)
@@ -179,7 +190,7 @@ class Runner:
                 self.appends.close()
 
     def _run(self) -> dict:
-        self.check_manifest(self.cfg.model)  # the settings, before any endpoint is asked
+        self.check_run()  # the settings and the queries, before any endpoint is asked or model loaded
         self.backend.preflight()
         if self.structured is not None:  # a backend that cannot constrain: exit 2 before any query
             self.structured.check_backend(self.backend)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from toolbench_adapter.answers.convert import convert_folder
-from toolbench_adapter.errors import InputError
+from toolbench_adapter.errors import RUN_FOLDER_FIX, InputError
 from toolbench_adapter.evaluation.evaluations import (
     TABLES_DIR,
     EvaluationWriter,
@@ -214,7 +214,7 @@ def read_manifest(run_dir: Path) -> dict:
                              "queries, method and settings it ran is not recorded)", path=run_dir,
                              field="manifest.json", fix="rerun the tba run command that wrote this folder: "
                              "finished queries are skipped and the manifest is written")
-        raise InputError("not a run folder (no manifest.json)", path=run_dir, fix="pass a folder written by tba run")
+        raise InputError("not a run folder (no manifest.json)", path=run_dir, fix=RUN_FOLDER_FIX)
     try:
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     except ValueError as exc:

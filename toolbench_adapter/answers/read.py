@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
+from ..errors import RUN_FOLDER_FIX, InputError
 from ..queries import GROUPS, is_group_name
 from .shape import deepest_point, structure_problem
 
@@ -173,7 +173,7 @@ def iter_run_folder(run_dir: str | Path, method: str | None = None,
     """Every answer file of a run folder ``{run}/{group}/{qid}_{method}.json``, groups and files sorted."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
-        raise InputError("run folder not found", path=run_dir)
+        raise InputError("run folder not found", path=run_dir, fix=RUN_FOLDER_FIX)
     for group_dir in sorted(p for p in run_dir.iterdir() if p.is_dir() and is_group_name(p.name)):
         if groups is not None and group_dir.name not in groups:
             continue

@@ -21,7 +21,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import InputError
+from ..errors import RUN_FOLDER_FIX, InputError
 from ..evaluation.evaluations import EVAL_DIR, choose_evaluation, list_evaluations
 from ..evaluation.paired import mcnemar_exact, paired_bootstrap
 from ..evaluation.storage import read_label_file
@@ -118,7 +118,7 @@ def expand_run_paths(paths: list[str | Path]) -> list[Path]:
             runs.append(path)
         else:
             raise InputError("not a run folder (no manifest.json) nor a fan-out set (no fanout.json)", path=path,
-                             fix="pass folders written by tba run (with --parsers: the NAME folder)")
+                             fix=f"{RUN_FOLDER_FIX} (with --parsers: the NAME folder)")
     return runs
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..answers.read import iter_answer_files, load_answer, split_file_name
-from ..errors import InputError
+from ..errors import RUN_FOLDER_FIX, InputError
 from ..evaluation.counts import count_by_group, is_answered
 from ..evaluation.evaluations import EVAL_DIR, EvaluationRecord, choose_evaluation, describe_choice
 from ..evaluation.labels import Label
@@ -140,7 +140,7 @@ def load_run(run_dir: str | Path, parser: str | None = None, name: str | None = 
     """``judge_id``: the evaluation to show (default: the latest complete one; evaluations.py)."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
-        raise InputError("run folder not found", path=run_dir, fix="pass a folder written by `tba run`")
+        raise InputError("run folder not found", path=run_dir, fix=RUN_FOLDER_FIX)
     notes: list[str] = []
     manifest = _read_json_or_none(run_dir / MANIFEST)
     if manifest is None:
@@ -202,7 +202,7 @@ def load_run(run_dir: str | Path, parser: str | None = None, name: str | None = 
             queries.append(query)
     if not queries:
         raise InputError("the run folder holds no answer files", path=run_dir,
-                         fix="pass a folder written by `tba run` ({group}/{qid}_{method}.json)")
+                         fix=RUN_FOLDER_FIX + " (it holds {group}/{qid}_{method}.json)")
     run = RunData(path=run_dir, name=name or (manifest or {}).get("name") or run_dir.name, manifest=manifest,
                   parser=parser, queries=queries, notes=notes)
     _read_evaluation(run, run_dir, judge_id)

@@ -55,7 +55,8 @@ def write_index(root: str | Path, out: str | Path | None = None, parser: str | N
     """Write every run's page and the index; returns (index path, entries)."""
     root = Path(root)
     if not root.is_dir():
-        raise InputError("folder not found", path=root, field="--index", fix="pass a folder that holds run folders")
+        raise InputError("folder not found", path=root, field="--index", fix="pass a folder that holds run folders, e.g. results/runs (`tba run` writes them "
+                         "there; or run `make eval` first)")
     runs = find_runs(root)
     if not runs:
         raise InputError("no run folder (with a manifest.json) under this folder", path=root, field="--index",

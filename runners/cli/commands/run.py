@@ -32,7 +32,9 @@ per query), errors.jsonl and failed/. Re-running the same command resumes: finis
 Ctrl-C lets the queries in flight finish and starts no other (a rerun goes on from there); a second Ctrl-C
 stops at once (the queries in flight are then not finished: the rerun redoes them). A run folder holds one
 model, method and set of settings (another is refused, exit 2, also when the model comes from the endpoint),
-and one command at a time: a second command on the same --name exits 2 naming the one that holds it (a lock
+one set of queries (a rerun whose queries differ from those recorded, by a digest of each query's text and
+function list, is exit 2 before any model call; more groups or queries of the same data are fine), and one
+command at a time: a second command on the same --name exits 2 naming the one that holds it (a lock
 left by a killed command is taken over).
 
 Each query ends either finished (the model's own success or failure; its answer file is written) or as an

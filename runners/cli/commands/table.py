@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from toolbench_adapter.errors import InputError
+from toolbench_adapter.errors import RUN_FOLDER_FIX, InputError
 from toolbench_adapter.evaluation.evaluations import choose_evaluation, describe_choice, refuse_mixed
 from toolbench_adapter.evaluation.results import (
     is_score_file,
@@ -74,7 +74,8 @@ def run(args: argparse.Namespace) -> int:
             refuse_mixed(item)  # two judges' labels in one folder would make one row of both
             rows.extend(rows_from_labels([item], args.test_ids))
         else:
-            raise InputError("no such file or folder", path=item)
+            raise InputError("no such file or folder", path=item,
+                             fix=f"{RUN_FOLDER_FIX}; or a score file or label files (tba table --help)")
     renamed = relabel(rows, args.model_label)
     counts = {new.model: counts[old.model] for old, new in zip(rows, renamed, strict=True) if old.model in counts}
     rows = renamed
