@@ -60,8 +60,8 @@ def cost_text(cost: Cost, concurrency: int, seconds_per_request: float | None) -
             f"Unsure verdict adds one) at concurrency {concurrency}")
     if cost.to_ask and seconds_per_request:
         estimate = cost.to_ask * seconds_per_request / max(1, concurrency)
-        line += (f"; about {estimate:.1f} s at the preflight's {seconds_per_request:.2f} s per request (its prompt "
-                 "is shorter than a judgement's: a rough floor)")
+        line += (f"; about {estimate:.1f} s at the preflight's {seconds_per_request:.2f} s per request (a rough "
+                 "guide: the preflight's prompt is shorter than a judgement's)")
     return line
 
 
@@ -76,7 +76,7 @@ def matrix_text(agreement: Agreement) -> list[str]:
     return lines
 
 
-def audit_text(results: list[AuditedSet], judge_name: str, summary: Summary) -> str:
+def audit_text(results: list[AuditedSet], judge_name: str, summary: Summary, seconds: float | None = None) -> str:
     lines = [f"Judge audit: released labels (judge as released, not recorded in the label files) vs {judge_name}",
              "Pairs are (query, repeat): released repeat r against our repeat r. Accuracy and kappa count the pairs "
              "the judge decided; pairs decided by rule are apart.", ""]
@@ -116,7 +116,8 @@ def audit_text(results: list[AuditedSet], judge_name: str, summary: Summary) -> 
     requests = sum(r.requests for r in results)
     hits = sum(r.cache_hits for r in results)
     errors = sum(r.errors for r in results)
-    lines.append(f"Judge: {requests} requests, {hits} cached judgements, {errors} judge errors")
+    took = f", {seconds:.1f} s of judging" if seconds is not None else ""
+    lines.append(f"Judge: {requests} requests, {hits} cached judgements, {errors} judge errors{took}")
     return "\n".join(lines) + "\n"
 
 

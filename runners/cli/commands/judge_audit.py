@@ -104,9 +104,11 @@ def run(args: argparse.Namespace) -> int:
     preflight_s = time.monotonic() - started
     cache = JudgementCache(None if args.no_cache else args.cache)
     print(cost_text(audit_cost(sets, judge, cache), args.concurrency, preflight_s), flush=True)
+    started = time.monotonic()
     results = audit(sets, judge, cache, concurrency=args.concurrency, progress=not args.no_progress)
+    seconds = time.monotonic() - started
     summary = summarize(results, resamples=args.resamples, seed=args.seed)
-    print(audit_text(results, f"{judge.name}; evaluator {spec.name}", summary), end="")
+    print(audit_text(results, f"{judge.name}; evaluator {spec.name}", summary, seconds), end="")
     errors = sum(r.errors for r in results)
     if args.out and (not errors or args.score_anyway):
         write_text_atomic(args.out, json.dumps(audit_record(results, judge.name, summary), indent=2))
