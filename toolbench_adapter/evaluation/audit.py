@@ -3,8 +3,10 @@
 A released pass-rate label file keeps, per query, the answer's tool steps (``answer_steps``), its final step
 and the published judge's labels. The answer is judged again with a judge of the user's choosing (the same
 decision procedure and cache as ``tba judge``); each (query, repeat) pair of released and new label goes into
-a confusion matrix over Solved / Unsolved / Unsure (and our JudgeError), with accuracy, Cohen's kappa and
-the SoPR each side gives. This is how far a reproduction drifts because of the judge alone.
+a confusion matrix over Solved / Unsolved / Unsure (and our JudgeError). Answers decided by rule (no Finish, or
+an empty / give-up final answer: Unsolved without a request) are kept apart from the pairs the judge decided;
+agreement.py measures those, audit_report.py prints them. This module plans the answers (``plan_audit``: before
+any request; ``audit_cost``: what it will ask) and judges them (``audit``).
 
 Answers: a converted answer file (``--converted``, ``{model}/{group}.json``) gives the exact answer; without
 one the answer is rebuilt from the label file (a chain of its tool steps; the final answer = the arguments of
