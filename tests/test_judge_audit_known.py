@@ -195,3 +195,13 @@ def test_the_sample_is_stratified_by_group_and_released_label(tmp_path, capsys):
         assert judge.count() == to_ask
     assert code == 0 and "Accuracy" in out
     assert re.search(r"Solved\s+(\d+)\s+0\s+0", out).group(1) == "10"  # released Solved row of the matrix
+
+
+def test_the_example_set_ships_upstreams_converted_answers_byte_for_byte(stb_root):
+    from toolbench_adapter.evaluation.audit_sets import audit_set
+
+    shipped = audit_set("stb-example").converted
+    files = sorted(path.relative_to(shipped) for path in shipped.rglob("*.json"))
+    assert [str(f) for f in files] == ["virtual_chatgpt_cot/G1_instruction.json", "virtual_chatgpt_dfs/G1_instruction.json"]
+    for name in files:
+        assert (shipped / name).read_bytes() == (stb_root / "data_example" / "model_predictions_converted" / name).read_bytes()

@@ -53,7 +53,7 @@ class Unit:
 class Kappa:
     value: float | None
     why: str | None = None  # why ``value`` is None
-    only: str | None = None  # the one label a side holds, when one does (said beside a value)
+    only: str | None = None  # the one label our judge gave, when it gave one only (said beside a value)
 
     def text(self) -> str:
         return f"n/a ({self.why})" if self.value is None else f"{self.value:.3f}"
