@@ -205,3 +205,10 @@ def test_the_example_set_ships_upstreams_converted_answers_byte_for_byte(stb_roo
     assert [str(f) for f in files] == ["virtual_chatgpt_cot/G1_instruction.json", "virtual_chatgpt_dfs/G1_instruction.json"]
     for name in files:
         assert (shipped / name).read_bytes() == (stb_root / "data_example" / "model_predictions_converted" / name).read_bytes()
+
+
+def test_a_label_file_no_answer_was_drawn_from_is_no_row(capsys):
+    with OpenAIStandin(respond=judge_replying(lambda q: S)) as judge:
+        code, out = audit(capsys, judge, "--set", "stb-example", "--sample", "1", "--seed", "0")
+    assert code == 0 and out.startswith("Audit plan: 1 answer x repeats = 3 judgements")
+    assert len([line for line in out.splitlines() if line.startswith("  virtual_chatgpt")]) == 1

@@ -242,6 +242,8 @@ def plan_audit(found: list[FoundLabels], *, evaluate_times: int | None = None,
                                    [{q: r.released[q] for q in r.examples} for r in out], sample, seed)
         for index, result in enumerate(out):
             result.examples = {q: e for q, e in result.examples.items() if (index, q) in chosen}
+            result.unreadable = []  # the sample draws from the answers that can be judged
+        out = [result for result in out if result.examples]  # a file no answer was drawn from is no row
     for result in out:
         result.rebuilt = sum(1 for example in result.examples.values() if example.get("rebuilt"))
         result.exact = len(result.examples) - result.rebuilt

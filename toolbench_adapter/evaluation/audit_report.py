@@ -55,7 +55,8 @@ def _shift_cell(point: float, interval: Interval) -> str:
 
 def cost_text(cost: Cost, concurrency: int, seconds_per_request: float | None) -> str:
     """Printed before the first request: what the audit will ask and about how long it takes."""
-    line = (f"Audit plan: {cost.answers} answers x repeats = {cost.judgements} judgements: {cost.by_rule} decided by "
+    answers = f"{cost.answers} answer" + ("" if cost.answers == 1 else "s")
+    line = (f"Audit plan: {answers} x repeats = {cost.judgements} judgements: {cost.by_rule} decided by "
             f"rule (no request), {cost.cached} cached, {cost.to_ask} to ask: at least {cost.to_ask} requests (each "
             f"Unsure verdict adds one) at concurrency {concurrency}")
     if cost.to_ask and seconds_per_request:
