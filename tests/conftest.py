@@ -21,6 +21,12 @@ def _need(path: Path, what: str) -> Path:
     return path
 
 
+@pytest.fixture(autouse=True)
+def _judge_cards_apart(tmp_path_factory, monkeypatch):
+    """No test reads or writes the checkout's results/judge_cards: each test's judge cards are its own."""
+    monkeypatch.setenv("TBA_JUDGE_CARDS", str(tmp_path_factory.mktemp("judge_cards")))
+
+
 @pytest.fixture(scope="session")
 def stb_root() -> Path:
     return _need(STB_ROOT / "solvable_queries", "StableToolBench data").parent

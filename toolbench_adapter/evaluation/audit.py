@@ -3,8 +3,10 @@
 A released pass-rate label file keeps, per query, the answer's tool steps (``answer_steps``), its final step
 and the published judge's labels. The answer is judged again with a judge of the user's choosing (the same
 decision procedure and cache as ``tba judge``); each (query, repeat) pair of released and new label goes into
-a confusion matrix over Solved / Unsolved / Unsure (and our JudgeError), with accuracy, Cohen's kappa and
-the SoPR each side gives. This is how far a reproduction drifts because of the judge alone.
+a confusion matrix over Solved / Unsolved / Unsure (and our JudgeError). Answers decided by rule (no Finish, or
+an empty / give-up final answer: Unsolved without a request) are kept apart from the pairs the judge decided;
+agreement.py measures those, audit_report.py prints them. This module plans the answers (``plan_audit``: before
+any request; ``audit_cost``: what it will ask) and judges them (``audit``).
 
 Answers: a converted answer file (``--converted``, ``{model}/{group}.json``) gives the exact answer; without
 one the answer is rebuilt from the label file (a chain of its tool steps; the final answer = the arguments of
@@ -23,7 +25,9 @@ from typing import Any
 from ..errors import InputError
 from ..fileio import read_json
 from ..protocol.evaluation import FINAL_STEP_PREFIX, GIVE_UP_MARKER, STEP_PREFIX
-from .cache import JudgementCache
+from .agreement import Kappa, Unit, kappa_of
+from .audit_sample import stratified_sample
+from .cache import JudgementCache, cache_key
 from .judge import FunctionJudge
 from .labels import Label
 from .labelsets import PASS_RATE, FoundLabels
@@ -137,17 +141,14 @@ class Agreement:
     def accuracy(self) -> float | None:
         return self.agree / len(self.judged) if self.judged else None
 
+    def kappa_of(self) -> Kappa:
+        return kappa_of(Unit(dict(enumerate(r for r, _ in self.pairs)), dict(enumerate(o for _, o in self.pairs)))
+                        .counts())
+
     @property
     def kappa(self) -> float | None:
-        """Cohen's kappa: (p_o - p_e) / (1 - p_e); None when chance agreement is 1 (one label on both sides)."""
-        pairs = self.judged
-        n = len(pairs)
-        if n == 0:
-            return None
-        p_o = self.agree / n
-        p_e = sum((sum(1 for r, _ in pairs if r is c) / n) * (sum(1 for _, o in pairs if o is c) / n)
-                  for c in CATEGORIES)
-        return None if p_e >= 1 else (p_o - p_e) / (1 - p_e)
+        """Cohen's kappa: (p_o - p_e) / (1 - p_e); None when the released side holds one label only."""
+        return self.kappa_of().value
 
 
 # ---- the audit -------------------------------------------------------------------------------------------
@@ -155,27 +156,46 @@ class Agreement:
 
 @dataclass
 class AuditedSet:
+    """One label file: its answers (``examples``, planned before any request) and, once judged, our labels."""
+
     model: str
     group: str
     source: Path
     released: dict[str, dict[int, Label]]
     ours: dict[str, dict[int, Label]]
+    examples: dict[str, dict] = field(default_factory=dict, repr=False)
+    evaluate_times: int = 1
     exact: int = 0  # answers from a converted file
     rebuilt: int = 0  # answers rebuilt from the label file
     unreadable: list[str] = field(default_factory=list)  # qids whose steps could not be rebuilt: not judged
-    by_rule: int = 0  # answers labelled Unsolved without a request
+    rule_qids: set[str] = field(default_factory=set)  # answers labelled Unsolved without a request
     requests: int = 0
     cache_hits: int = 0
     errors: int = 0
     error_samples: list[str] = field(default_factory=list)
 
     @property
+    def by_rule(self) -> int:
+        return len(self.rule_qids)
+
+    def units(self) -> list[Unit]:
+        return [Unit(self.released.get(q, {}), self.ours[q], q in self.rule_qids) for q in self.ours]
+
+    def _pairs(self, by_rule: bool) -> list[tuple[Label, Label]]:
+        return [pair for unit in self.units() if unit.by_rule is by_rule for pair in unit.pairs()]
+
+    @property
     def agreement(self) -> Agreement:
-        return Agreement([(self.released[q][r], self.ours[q][r]) for q in self.ours
-                          for r in sorted(self.ours[q]) if r in self.released.get(q, {})])
+        """The pairs the judge decided: the only ones accuracy and kappa count."""
+        return Agreement(self._pairs(False))
+
+    @property
+    def rule_agreement(self) -> Agreement:
+        """The pairs decided by rule on our side (no request): shown apart."""
+        return Agreement(self._pairs(True))
 
     def sopr(self) -> tuple[Score, Score]:
-        """(released, ours) over the same queries, upstream denominator."""
+        """(released, ours) over the same answers, every answer (rule-decided ones too), upstream denominator."""
         released = {q: self.released[q] for q in self.ours}
         return sopr(released), sopr(self.ours)
 
@@ -189,106 +209,82 @@ def pass_rate_sets(found: list[FoundLabels]) -> list[FoundLabels]:
     return sets
 
 
-def audit(found: list[FoundLabels], judge: FunctionJudge, *, evaluate_times: int | None = None,
-          converted_dirs: list[str | Path] = (), cache_path: str | Path | None = None, concurrency: int = 4,
-          limit: int | None = None, progress: bool = True) -> list[AuditedSet]:
-    sets = pass_rate_sets(found)
-    cache = JudgementCache(cache_path)
+def plan_audit(found: list[FoundLabels], *, evaluate_times: int | None = None,
+               converted_dirs: list[str | Path] = (), limit: int | None = None, sample: int | None = None,
+               seed: int = 0) -> list[AuditedSet]:
+    """The answers to judge, per label file, before the judge is asked anything (bad input is exit 2 here).
+    ``sample``: that many answers drawn from the judgeable ones, stratified by group and released label."""
     converted_dirs = [Path(d) for d in converted_dirs]
     out = []
-    for item in sets:
+    for item in pass_rate_sets(found):
         labels = item.read()
         if not labels.labels:
             raise InputError("label file holds no labels", path=item.path)
         entries = _label_entries(item)
         exact_answers = _converted(converted_dirs, labels.model, labels.group)
-        examples: dict[str, dict] = {}
-        result = AuditedSet(labels.model, labels.group, item.path, labels.labels, {})
+        result = AuditedSet(labels.model, labels.group, item.path, labels.labels, {},
+                            evaluate_times=evaluate_times or evaluate_times_of(labels.labels) or 1)
         for qid in list(labels.labels)[:limit]:
             entry = entries.get(qid, {})
             if qid in exact_answers and isinstance(exact_answers[qid], dict) and "answer" in exact_answers[qid]:
-                examples[qid] = exact_answers[qid]
-                result.exact += 1
+                result.examples[qid] = exact_answers[qid]
                 continue
             answer = rebuild_answer(entry.get("answer_steps") or "", entry.get("final_step") or "")
             if answer is None:
                 result.unreadable.append(qid)
                 continue
             tools = [{"name": name} for name in entry.get("tool_names") or []]
-            examples[qid] = {"query": entry.get("query", ""), "available_tools": tools, "answer": answer}
-            result.rebuilt += 1
-        result.by_rule = sum(1 for example in examples.values() if decided_by_rule(example["answer"]))
-        times = evaluate_times or evaluate_times_of(labels.labels) or 1
-        run = judge_converted(examples, judge, evaluate_times=times, concurrency=concurrency, cache=cache,
-                              progress=progress)
-        result.ours = run.labels()
-        result.requests, result.cache_hits, result.errors = run.requests, run.cache_hits, run.errors
-        result.error_samples = run.error_samples
+            result.examples[qid] = {"query": entry.get("query", ""), "available_tools": tools, "answer": answer,
+                                    "rebuilt": True}
         out.append(result)
+    if sample is not None:
+        chosen = stratified_sample([r.group for r in out],
+                                   [{q: r.released[q] for q in r.examples} for r in out], sample, seed)
+        for index, result in enumerate(out):
+            result.examples = {q: e for q, e in result.examples.items() if (index, q) in chosen}
+            result.unreadable = []  # the sample draws from the answers that can be judged
+        out = [result for result in out if result.examples]  # a file no answer was drawn from is no row
+    for result in out:
+        result.rebuilt = sum(1 for example in result.examples.values() if example.get("rebuilt"))
+        result.exact = len(result.examples) - result.rebuilt
+        result.rule_qids = {q for q, example in result.examples.items() if decided_by_rule(example["answer"])}
     return out
 
 
-def _pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{value * 100:.1f}%"
+@dataclass(frozen=True)
+class Cost:
+    """What an audit will ask, counted before the first request."""
+
+    answers: int
+    judgements: int
+    by_rule: int  # judgements decided by rule: no request
+    cached: int
+    to_ask: int  # judgements the judge is asked (each is one request, two when its verdict is Unsure)
 
 
-def _kappa(value: float | None) -> str:
-    return "undefined (one label on both sides)" if value is None else f"{value:.3f}"
+def audit_cost(sets: list[AuditedSet], judge: FunctionJudge, cache: JudgementCache) -> Cost:
+    answers = judgements = by_rule = cached = 0
+    for result in sets:
+        for qid, example in result.examples.items():
+            answers += 1
+            for repeat in range(result.evaluate_times):
+                judgements += 1
+                if qid in result.rule_qids:
+                    by_rule += 1
+                elif cache.get(cache_key(judge.name, judge.spec.fingerprint, example["query"], example["answer"],
+                                         repeat)) is not None:
+                    cached += 1
+    return Cost(answers, judgements, by_rule, cached, judgements - by_rule - cached)
 
 
-def matrix_text(agreement: Agreement) -> list[str]:
-    names = [c.value for c in agreement.categories]
-    width = max(len(n) for n in names) + 2
-    counts = agreement.matrix()
-    lines = ["released \\ ours".ljust(18) + "".join(n.rjust(width) for n in names)]
-    for released in agreement.categories:
-        lines.append(f"  {released.value:<16}" + "".join(str(counts[(released, ours)]).rjust(width)
-                                                      for ours in agreement.categories))
-    return lines
-
-
-def audit_text(results: list[AuditedSet], judge_name: str) -> str:
-    lines = [f"Judge audit: released labels (judge as released, not recorded in the label files) vs {judge_name}",
-             "Pairs are (query, repeat): released repeat r against our repeat r.", ""]
-    header = (f"  {'model':<24} {'group':<16} {'pairs':>5} {'accuracy':>9} {'kappa':>7}  "
-              f"{'SoPR released':>14} {'SoPR ours':>10}  answers")
-    lines.append(header)
-    for result in results:
-        agreement = result.agreement
-        released, ours = result.sopr()
-        kappa = "n/a" if agreement.kappa is None else f"{agreement.kappa:.3f}"
-        answers = f"{result.exact} exact, {result.rebuilt} rebuilt from the label file, {result.by_rule} decided by rule"
-        if result.unreadable:
-            answers += f", {len(result.unreadable)} unreadable (not judged)"
-        lines.append(f"  {result.model:<24} {result.group:<16} {len(agreement.pairs):>5} "
-                     f"{_pct(agreement.accuracy):>9} {kappa:>7}  {released.text():>14} {ours.text():>10}  {answers}")
-    total = Agreement([pair for result in results for pair in result.agreement.pairs])
-    lines += ["", f"All groups: {len(total.pairs)} pairs over {sum(len(r.ours) for r in results)} queries"]
-    lines += matrix_text(total)
-    left_out = f"; {total.errors} pairs with a judge error left out" if total.errors else ""
-    lines.append(f"Accuracy {_pct(total.accuracy)} ({total.agree} of {len(total.judged)}), "
-                 f"Cohen's kappa {_kappa(total.kappa)}{left_out}")
-    requests = sum(r.requests for r in results)
-    hits = sum(r.cache_hits for r in results)
-    errors = sum(r.errors for r in results)
-    lines.append(f"Judge: {requests} requests, {hits} cached judgements, {errors} judge errors")
-    return "\n".join(lines) + "\n"
-
-
-def audit_record(results: list[AuditedSet], judge_name: str) -> dict:
-    """The audit as JSON: per set the pairs' matrix, accuracy, kappa and both SoPRs."""
-    sets = []
-    for result in results:
-        agreement = result.agreement
-        released, ours = result.sopr()
-        sets.append({"model": result.model, "group": result.group, "source": str(result.source),
-                     "pairs": len(agreement.pairs), "accuracy": agreement.accuracy, "kappa": agreement.kappa,
-                     "matrix": {f"{a.value}->{b.value}": n for (a, b), n in agreement.matrix().items()},
-                     "sopr_released": released.as_dict(), "sopr_ours": ours.as_dict(),
-                     "answers": {"exact": result.exact, "rebuilt": result.rebuilt, "by_rule": result.by_rule,
-                                 "unreadable": result.unreadable},
-                     "ours": {q: {str(r): label.value for r, label in reps.items()} for q, reps in result.ours.items()},
-                     "requests": result.requests, "cache_hits": result.cache_hits, "errors": result.errors})
-    total = Agreement([pair for result in results for pair in result.agreement.pairs])
-    return {"judge": judge_name, "pairs": len(total.pairs), "accuracy": total.accuracy, "kappa": total.kappa,
-            "sets": sets}
+def audit(sets: list[AuditedSet], judge: FunctionJudge, cache: JudgementCache, *, concurrency: int = 4,
+          progress: bool = True) -> list[AuditedSet]:
+    """Judge the planned answers (cached verdicts reused) and keep our labels beside the released ones."""
+    for result in sets:
+        examples = {q: {k: v for k, v in e.items() if k != "rebuilt"} for q, e in result.examples.items()}
+        run = judge_converted(examples, judge, evaluate_times=result.evaluate_times, concurrency=concurrency,
+                              cache=cache, progress=progress)
+        result.ours = run.labels()
+        result.requests, result.cache_hits, result.errors = run.requests, run.cache_hits, run.errors
+        result.error_samples = run.error_samples
+    return sets

@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 
 from toolbench_adapter.errors import InputError
-from toolbench_adapter.evaluation.audit import audit, audit_record, audit_text, pass_rate_sets
+from toolbench_adapter.evaluation.agreement import RESAMPLES
+from toolbench_adapter.evaluation.audit import audit, audit_cost, plan_audit
+from toolbench_adapter.evaluation.audit_report import audit_record, audit_text, card_entry, cost_text, summarize
+from toolbench_adapter.evaluation.audit_sets import AUDIT_SETS, audit_set
+from toolbench_adapter.evaluation.cache import JudgementCache
+from toolbench_adapter.evaluation.evaluations import JudgeIdentity
 from toolbench_adapter.evaluation.evaluator import load_evaluator
+from toolbench_adapter.evaluation.judge_cards import CARDS_ENV, citation, write_card
 from toolbench_adapter.evaluation.labelsets import discover_all
 from toolbench_adapter.fileio import write_text_atomic
 
@@ -27,8 +34,14 @@ HELP = f"""\
 Released pass-rate label files hold each answer (answer_steps, final_step) and the published judge's labels.
 Judge those answers again with the judge you choose (the judge flags of `tba judge`; judgements cached) and
 report how far it agrees with the released labels: the confusion matrix over Solved / Unsolved / Unsure
-(pairs of (query, repeat)), accuracy, Cohen's kappa, and the SoPR each side gives, per group. This is how
-much a reproduction drifts because of the judge alone (StableToolBench issues 5 and 7).
+(pairs of (query, repeat)), accuracy and Cohen's kappa on the pairs the judge decided (pairs decided by rule
+are counted apart), the SoPR each side gives over every answer and the SoPR shift (ours - released), per
+group and on the Average; kappa and the shift with a 95% bootstrap interval over answers. This is how much
+a reproduction drifts because of the judge alone (StableToolBench issues 5 and 7).
+
+Sets by name (--set): {', '.join(AUDIT_SETS)}. A complete audit is kept on the judge's card (--judge-cards DIR, else
+$TBA_JUDGE_CARDS, else results/judge_cards; <judge-id>.json, the id evaluations use) and the line that cites it
+is printed (judge_cards.citation gives any table by that judge the same line).
 
 Answers come from --converted DIR ({{model}}/{{group}}.json converted files) when given, exactly; otherwise they
 are rebuilt from the label file: same final answer, but on Unsure parse_answer_status sees the tool steps
@@ -36,17 +49,20 @@ only. Answers without a Finish step (or with an empty / give-up final answer) ar
 no request, on both sides. The judge is checked before any work (it answers, serves --judge-model, answers
 one test request; else exit 2). Exit status {JUDGE_ERRORS_EXIT} when judgements still failed: they are left
 out of the agreement and of our SoPR (counted apart), --out is written only with --score-anyway, and the
-command that redoes only them is printed (cached verdicts are kept); 2 for bad input."""
+command that redoes only them is printed (cached verdicts are kept; no card is written); 2 for bad input."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("judge-audit", help="agreement of a judge with released pass-rate labels",
                                    description=HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--labels", nargs="+", required=True, metavar="DIR",
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--set", default=None, metavar="NAME",
+                        help=f"a released label set the project ships: {', '.join(AUDIT_SETS)}")
+    source.add_argument("--labels", nargs="+", metavar="DIR",
                         help="released label folders or files (any layout `tba reproduce --help` lists)")
     parser.add_argument("--converted", nargs="+", default=[], metavar="DIR",
                         help="converted answers {model}/{group}.json, for the exact answers "
-                        "(e.g. <stb>/data_example/model_predictions_converted)")
+                        "(e.g. <stb>/data_example/model_predictions_converted; --set brings its own)")
     add_judge_flags(parser, evaluator_help="evaluator folder or name (default: the project's own)",
                     prefill_help="openai judge on vLLM/SGLang: start the verdict for the model (continue_final_message)")
     add_judge_constrain(parser)
@@ -54,34 +70,62 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="repeats per answer (default: as many as the released labels hold)")
     parser.add_argument("--limit", type=int, default=None, metavar="N",
                         help="audit only the first N queries of each label file")
+    parser.add_argument("--sample", type=int, default=None, metavar="N",
+                        help="audit N answers drawn at random, stratified by group and released label")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the --sample draw and of the bootstrap resamples (default 0)")
+    parser.add_argument("--resamples", type=int, default=RESAMPLES,
+                        help=f"bootstrap resamples for the intervals (default {RESAMPLES})")
     parser.add_argument("--concurrency", type=int, default=4, help="parallel judge requests (default 4)")
+    parser.add_argument("--judge-cards", default=None, metavar="DIR",
+                        help=f"where judge cards are kept (default: ${CARDS_ENV}, else results/judge_cards)")
     parser.add_argument("--out", default=None, metavar="FILE", help="also write the audit as JSON")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    for flag, value in (("--limit", args.limit), ("--evaluate-times", args.evaluate_times)):
+    for flag, value in (("--limit", args.limit), ("--evaluate-times", args.evaluate_times),
+                        ("--sample", args.sample), ("--resamples", args.resamples)):
         if value is not None and value < 1:
             raise InputError(f"{flag} {value} would audit nothing", field=flag, fix=f"give {flag} 1 or more")
-    found = discover_all(args.labels)
-    pass_rate_sets(found)  # bad input before the judge is asked anything
+    if args.limit is not None and args.sample is not None:
+        raise InputError("--limit and --sample both choose the answers", field="--sample",
+                         fix="give one: --sample N draws N answers stratified by group and label")
+    chosen = audit_set(args.set) if args.set else None
+    labels = [str(chosen.labels)] if chosen else args.labels
+    converted = [*args.converted, str(chosen.converted)] if chosen else args.converted
+    # bad input before the judge is asked anything
+    sets = plan_audit(discover_all(labels), evaluate_times=args.evaluate_times, converted_dirs=converted,
+                      limit=args.limit, sample=args.sample, seed=args.seed)
     client = judge_client_from_args(args)
     spec = load_evaluator(args.evaluator, args.evaluators_dir)
+    started = time.monotonic()
     judge = prepare_judge_args(client, spec, args.judge_mode, attempts=args.attempts, constrain=args.judge_constrain)
-    results = audit(found, judge, evaluate_times=args.evaluate_times, converted_dirs=args.converted,
-                    cache_path=None if args.no_cache else args.cache, concurrency=args.concurrency,
-                    limit=args.limit, progress=not args.no_progress)
-    print(audit_text(results, f"{judge.name}; evaluator {spec.name}"), end="")
+    preflight_s = time.monotonic() - started
+    cache = JudgementCache(None if args.no_cache else args.cache)
+    print(cost_text(audit_cost(sets, judge, cache), args.concurrency, preflight_s), flush=True)
+    started = time.monotonic()
+    results = audit(sets, judge, cache, concurrency=args.concurrency, progress=not args.no_progress)
+    seconds = time.monotonic() - started
+    summary = summarize(results, resamples=args.resamples, seed=args.seed)
+    print(audit_text(results, f"{judge.name}; evaluator {spec.name}", summary, seconds), end="")
     errors = sum(r.errors for r in results)
     if args.out and (not errors or args.score_anyway):
-        write_text_atomic(args.out, json.dumps(audit_record(results, judge.name), indent=2))
+        write_text_atomic(args.out, json.dumps(audit_record(results, judge.name, summary), indent=2))
         print(f"audit: {args.out}")
     if errors:
         total = sum(len(reps) for r in results for reps in r.ours.values())
         samples = list(dict.fromkeys(sample for r in results for sample in r.error_samples))
-        redo = redo_command(args, ["judge-audit", "--labels", *args.labels])
+        redo = redo_command(args, ["judge-audit", *(["--set", args.set] if args.set else ["--labels", *labels])])
         print("\n".join(judge_failures_lines(errors, total, samples, redo, never="disagreements",
                                              written=bool(args.out) and args.score_anyway,
                                              cached=not args.no_cache)))
         return JUDGE_ERRORS_EXIT
+    times = max(r.evaluate_times for r in results)
+    identity = JudgeIdentity.of(client, judge, times, {})
+    entry = card_entry(results, summary, set_name=args.set, labels=None if args.set else labels,
+                       sample=args.sample, seed=args.seed)
+    path = write_card(identity, entry, args.judge_cards)
+    print(f"judge card: {path}")
+    print(f"cite as: {citation(identity, args.judge_cards)}")
     return 0
