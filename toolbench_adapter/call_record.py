@@ -97,6 +97,10 @@ class CallRecorder:
         fields: dict[str, Any] = {SENT: RawJSON(self._encode(request)), OUTPUT: completion.text}
         if completion.tool_calls:
             fields[OUTPUT_TOOL_CALLS] = RawJSON(json.dumps(completion.tool_calls))
+        # --constrain: functions whose arguments the grammar left free, and why (structured/grammar.py)
+        unconstrained = getattr((request.extra or {}).get("constraint"), "unconstrained", None)
+        if unconstrained:
+            fields["unconstrained"] = dict(unconstrained)
         return fields
 
     def _encode(self, request: Any) -> str:
