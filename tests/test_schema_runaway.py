@@ -69,19 +69,29 @@ def test_unchecked_turns_are_counted_apart_from_valid_and_invalid_ones():
     assert "1 turns not checkable" in turns_text(total_stats([stats]))
 
 
-def test_replay_with_a_backtracking_recorded_pattern_finishes_and_records_it(tmp_path):
-    answer = good_answer(1, "a" * 60 + "!")
-    for entry in answer["answer_generation"]["function"]:
-        if entry["name"] != "Finish":
-            entry["parameters"]["properties"]["city"] = {"type": "string", "pattern": BACKTRACKS}
-    write(tmp_path / "answers", "1_CoT@1.json", answer)
+def test_replay_of_recorded_schemas_that_cannot_be_checked_finishes_and_records_each(tmp_path):
+    """A backtracking pattern hung replay (Ctrl-C too); an uncompilable pattern or a schema ~300 deep made the
+    query a harness_error: now each replays, its call's check says why the schema could not be checked."""
+    schemas = {1: {"type": "string", "pattern": BACKTRACKS}, 2: {"type": "string", "pattern": "(a"}, 3: nested(300)}
+    for query_id, schema in schemas.items():
+        answer = good_answer(query_id, "a" * 60 + "!")
+        for entry in answer["answer_generation"]["function"]:
+            if entry["name"] != "Finish":
+                entry["parameters"]["properties"]["city"] = schema
+        write(tmp_path / "answers", f"{query_id}_CoT@1.json", answer)
     out = tmp_path / "replays"
     done = subprocess.run([sys.executable, "-m", "runners.cli", "replay", str(tmp_path / "answers"), "--name", "r",
-                           "--out-root", str(out)], cwd=PROJECT, capture_output=True, text=True, timeout=30,
+                           "--out-root", str(out)], cwd=PROJECT, capture_output=True, text=True, timeout=60,
                           env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 0 and "replayed 3 of 3 files" in done.stdout, done.stdout + done.stderr
     steps = [json.loads(line) for line in next(out.rglob("steps.jsonl")).read_text().splitlines()]
-    assert [v["kind"] for v in steps[0]["violations"]] == [SCHEMA_UNCHECKED]
+    first = {record["query_id"]: record["violations"] for record in steps if record["turn"] == 1}
+    assert {query_id: [v["kind"] for v in found] for query_id, found in first.items()} == {
+        1: [SCHEMA_UNCHECKED], 2: [SCHEMA_UNCHECKED], 3: [SCHEMA_UNCHECKED]}
+    assert "ran past" in first[1][0]["message"] and "does not compile" in first[2][0]["message"]
+    assert "nested too deeply" in first[3][0]["message"]
+    manifest = json.loads(next(out.rglob("manifest.json")).read_text())
+    assert manifest["totals"]["unchecked_turns"] == 3 and not manifest["totals"]["infra_failures"]
 
 
 def test_constrain_leaves_a_schema_the_grammar_compiler_refuses_unconstrained():
