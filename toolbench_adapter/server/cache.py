@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from ..fileio import output_path_error, write_json_atomic
+from ..folder_files import files_under
 from .names import SIMULATED_DIR, ApiKey
 
 try:
@@ -134,9 +135,8 @@ class _Store:
         self._locks: dict[str, threading.Lock] = {}
         self._locks_lock = threading.Lock()
         if root is not None and root.is_dir():
-            for path in root.glob("*/*/*.json"):
-                if path.is_file():
-                    self.files.add(path.relative_to(root).as_posix())
+            for path in files_under(root, "*/*/*.json", recursive=False):  # a FIFO there would block a miss
+                self.files.add(path.relative_to(root).as_posix())
 
     def lock(self, rel: str) -> threading.Lock:
         with self._locks_lock:
