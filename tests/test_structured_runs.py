@@ -196,6 +196,25 @@ def test_reasks_count_against_dfsdts_model_call_cap(tmp_path, cap):
     assert answer["answer_generation"]["query_count"] == cap  # re-asks included
 
 
+@pytest.mark.parametrize("value", ["reask:11", "reask:1000000"])
+def test_reask_n_past_its_range_is_exit_2_naming_the_range(tmp_path, capsys, value):
+    assert main(run_argv(tmp_path, "p", "--backend", "scripted", "--on-invalid", value)) == 2
+    assert "out of range (1 to 10)" in capsys.readouterr().err
+
+
+def test_reasks_of_cot_stop_at_the_query_call_cap(tmp_path):
+    """CoT had no call cap: re-asks of a model that never gets it right ran unbounded (reask:1000000 made 1,338
+    calls a minute). Its re-asks now stop at max_query_count, as DFSDT's do; the turns then go on as observe."""
+    always_wrong = lambda request: "Thought: t\nAction: get_everything\nAction Input: {}"  # noqa: E731
+    cfg = RunConfig(name="c", out_root=str(tmp_path), backend="scripted", dialect="toolllama",
+                    groups=["G1_instruction"], on_invalid="reask:10", max_query_count=5, max_step=4)
+    backend = ScriptedBackend(script=always_wrong)
+    manifest = Runner(cfg, backend=backend, progress=False).run()
+    reasks = [r for r in steps(tmp_path / "c") if r.get("kind") == "reask"]
+    assert len(reasks) == 4 and manifest["totals"]["reasks"] == 4  # calls 2-5 of the first turn, then no more
+    assert len(backend.requests) == manifest["totals"]["model_calls"] == 4 + 2  # plus the two turns' own calls
+
+
 def test_observe_asks_once(tmp_path):
     cfg = RunConfig(name="o", out_root=str(tmp_path), backend="scripted", dialect="toolllama",
                     groups=["G1_instruction"], max_step=1)

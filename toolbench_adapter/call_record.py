@@ -97,6 +97,10 @@ class CallRecorder:
         fields: dict[str, Any] = {SENT: RawJSON(self._encode(request)), OUTPUT: completion.text}
         if completion.tool_calls:
             fields[OUTPUT_TOOL_CALLS] = RawJSON(json.dumps(completion.tool_calls))
+        # --constrain: functions whose arguments the grammar left free, and why (structured/grammar.py)
+        unconstrained = getattr((request.extra or {}).get("constraint"), "unconstrained", None)
+        if unconstrained:
+            fields["unconstrained"] = dict(unconstrained)
         return fields
 
     def _encode(self, request: Any) -> str:
@@ -105,27 +109,37 @@ class CallRecorder:
         kind, body = (TEXT, request.prompt) if request.prompt is not None else (MESSAGES, request.messages or [])
         shared = shared_prefix(body, previous["body"]) if kind == previous["kind"] else 0
         rest = body[shared:]
-        text = f'{{"kind": {json.dumps(kind)}, "shared": {shared}, "rest": {json.dumps(rest)}'
+        encoded = json.dumps(rest)
+        text = f'{{"kind": {json.dumps(kind)}, "shared": {shared}, "rest": {encoded}'
         if kind == MESSAGES:  # kept to compare the next request with
-            body = (previous["body"] or [])[:shared] + _frozen(rest)
+            body = (previous["body"] or [])[:shared] + _frozen(rest, encoded)
         parts = {"tools": request.tools, "stop": list(request.stop or []), "prefill": request.extra.get("prefill")}
         for part, value in parts.items():
             if previous[part] is _UNSET or value != previous[part]:  # encoded only when it changed
-                text += f", {json.dumps(part)}: {json.dumps(value)}"
-                parts[part] = _frozen(value)
+                encoded = json.dumps(value)
+                text += f", {json.dumps(part)}: {encoded}"
+                parts[part] = _frozen(value, encoded)
             else:
                 parts[part] = previous[part]
         self._previous = {"kind": kind, "body": body, **parts}
         return text + "}"
 
 
-def _frozen(value: Any) -> Any:
+def _frozen(value: Any, encoded: str) -> Any:
     """A copy of JSON data that later edits of ``value`` cannot reach: containers copied, their (immutable)
-    strings and numbers shared, so a long prompt is not copied character by character."""
+    strings and numbers shared, so a long prompt is not copied character by character. Data nested deeper than
+    that walk recurses (a recorded schema ~300 levels deep) is decoded from ``encoded``, its JSON text."""
+    try:
+        return _copied(value)
+    except RecursionError:
+        return json.loads(encoded)
+
+
+def _copied(value: Any) -> Any:
     if type(value) is dict:
-        return {key: _frozen(item) for key, item in value.items()}
+        return {key: _copied(item) for key, item in value.items()}
     if type(value) is list or type(value) is tuple:
-        return [_frozen(item) for item in value]
+        return [_copied(item) for item in value]
     return value
 
 

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputError
+from .folder_files import files_under
 from .protocol.react import ACTION_INPUT_MARKER, ACTION_MARKER, THOUGHT_MARKER
 from .queries import is_group_name
 from .runfolder import ERRORS, FAILED_DIR, MANIFEST, QUERY_STATS, STEPS, STEPS_DIR
@@ -77,8 +78,8 @@ def read_outputs(paths: list[str | Path]) -> list[ModelOutput]:
             outputs.extend(from_run)
         elif path.is_dir():
             runs = sorted(m.parent for m in path.rglob(MANIFEST) if m.is_file())
-            files = sorted(p for p in path.rglob("*") if p.suffix in (".json", ".jsonl") and p.is_file()
-                           and not any(run in p.parents for run in runs))
+            files = [p for p in files_under(path) if p.suffix in (".json", ".jsonl")
+                     and not any(run in p.parents for run in runs)]
             if not files and not runs:
                 raise InputError("the folder holds no .json or .jsonl files", path=path,
                                  fix="point --input at answer files, a run folder or a JSONL of texts")
@@ -162,7 +163,7 @@ def _in_scope(record: dict, scope: tuple) -> bool:
 
 def _step_records(run: Path) -> list[dict]:
     """The per-query step files (current even in a run still going), else the joined steps.jsonl."""
-    files = sorted((run / STEPS_DIR).glob("*/*.jsonl"))
+    files = files_under(run / STEPS_DIR, "*/*.jsonl", recursive=False)
     if not files and (run / STEPS).is_file():
         files = [run / STEPS]
     records = []

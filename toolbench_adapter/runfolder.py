@@ -21,6 +21,7 @@ from .answers.read import iter_answer_files, load_answer, split_file_name
 from .answers.write import answer_path
 from .evaluation.counts import Counts, answer_flags, count, count_by_group
 from .fileio import write_text_atomic
+from .folder_files import files_under
 from .outcomes import FINISHED
 from .queries import is_group_name
 from .structured.rates import total_stats
@@ -113,7 +114,7 @@ def collect_steps(run_dir: Path, skip: set[Path] | frozenset = frozenset()) -> P
     """steps.jsonl at the run root: every per-query step file joined (but those in ``skip``), in a stable order."""
     target = Path(run_dir) / STEPS
     lines: list[str] = []
-    for path in sorted((Path(run_dir) / STEPS_DIR).glob("*/*.jsonl")):
+    for path in files_under(Path(run_dir) / STEPS_DIR, "*/*.jsonl", recursive=False):
         if path in skip:
             continue
         lines.extend(line for line in path.read_text(encoding="utf-8").splitlines() if line.strip())

@@ -154,8 +154,18 @@ def _recorded_toolset(query: Query, env: ToolEnvironment | None) -> Toolset:
         if api["tool_name"] not in descriptions:
             descriptions[api["tool_name"]] = env.tool_description(api["category_name"], api["tool_name"]) if env else None
     flavour = "current" if any("function" in f for f in query.functions) else "legacy"
-    return Toolset(query=query, flavour=flavour, functions=copy.deepcopy(query.functions), routes=routes,
+    return Toolset(query=query, flavour=flavour, functions=_copied(query.functions), routes=routes,
                    tool_descriptions=descriptions)
+
+
+def _copied(functions: list) -> list:
+    """A deep copy of recorded functions: through JSON (C, one level of recursion per level of nesting), so a
+    schema ~300 levels deep is copied (deepcopy spends ~4 Python frames a level and ran out); anything not JSON
+    data by deepcopy."""
+    try:
+        return json.loads(json.dumps(functions))
+    except (TypeError, ValueError):
+        return copy.deepcopy(functions)
 
 
 def functions_json(toolset: Toolset) -> str:

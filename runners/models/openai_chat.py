@@ -66,8 +66,8 @@ def response_format_option(value: str | dict | None) -> dict | None:
 def read_message(data: dict, url: str) -> dict:
     """choices[0].message of a chat reply, checked for the shape the pipeline reads (a malformed one is named)."""
     message = first_choice(data, url).get("message")
-    if message is None:
-        return {}
+    if message is None:  # no reply to read: the endpoint's fault, not a model that chose to say nothing
+        raise malformed(url, "choices[0].message is missing or null", data)
     if not isinstance(message, dict):
         raise malformed(url, "choices[0].message is not an object", data)
     if not isinstance(message.get("content"), str | None):

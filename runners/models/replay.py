@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from toolbench_adapter.errors import InputError
+from toolbench_adapter.folder_files import files_under
 
 from ..failures import REPLAY_GAP
 from .base import Completion, ModelRequest, reject_unknown_options
@@ -106,7 +107,7 @@ class ReplayBackend:
     def natural_dialect(self) -> str:
         """What the recordings hold (the first file that tells); node-only recordings replay as native calls."""
         for folder in self.folders:
-            for path in sorted(folder.rglob("*.json")):
+            for path in files_under(folder, "*.json"):
                 try:
                     found = recording_dialect(json.loads(path.read_text(encoding="utf-8")))
                 except (OSError, ValueError, AttributeError):

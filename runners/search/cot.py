@@ -23,8 +23,12 @@ class CoTResult:
     terminal: Node | None = None
 
 
-def run_cot(agent: Agent, ctx: QueryContext, make_root, pass_at: int = 1, max_step: int = 12) -> CoTResult:
+def run_cot(agent: Agent, ctx: QueryContext, make_root, pass_at: int = 1, max_step: int = 12,
+            max_query_count: int | None = None) -> CoTResult:
+    """``max_query_count``: the query's model-call cap for re-asks (--on-invalid reask:N), as DFSDT's: past it a
+    turn's invalid reply goes on as observe would have it (a chain alone makes at most pass_at x max_step calls)."""
     result = CoTResult()
+    ctx.budget.call_cap = max_query_count
     for _ in range(pass_at):
         root: Node = make_root()
         node = root
@@ -72,5 +76,6 @@ class CoT:
         return cls(suffix_number(name, cls, match.group(1)), name) if match else None
 
     def search(self, agent: Agent, ctx: QueryContext, new_root: Callable[[], Node], limits: SearchLimits) -> dict:
-        result = run_cot(agent, ctx, new_root, pass_at=self.pass_at, max_step=limits.max_step)
+        result = run_cot(agent, ctx, new_root, pass_at=self.pass_at, max_step=limits.max_step,
+                         max_query_count=limits.max_query_count)
         return cot_file(result, ctx, limits.max_step, self.pass_at)

@@ -38,7 +38,7 @@ class SearchLimits:
     """What bounds one query's search, from the run's settings."""
 
     max_step: int = 12  # depth limit
-    max_query_count: int = 200  # model-call cap (DFSDT)
+    max_query_count: int = 200  # model-call cap (DFSDT; CoT: its re-asks stop there)
     compat: Any = None  # toolbench_adapter.compat.Compat: the DFSDT flags of an older ToolBench
     seed: int = 42
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from toolbench_adapter.dialects.base import Rendered
 from toolbench_adapter.errors import InputError
+from toolbench_adapter.parsers.schema import MODEL_KINDS
 from toolbench_adapter.structured.checks import as_violations, flat, step_violations
 from toolbench_adapter.structured.grammar import reply_constraint
 from toolbench_adapter.structured.policy import reask_limit
@@ -88,7 +89,7 @@ class StructuredOutput:
                 return completion
             parsed = agent.parse(completion)
             found = flat(step_violations(parsed, ctx.toolset, ctx.schemas))
-            if not found:
+            if not any(v["kind"] in MODEL_KINDS for v in found):  # a schema not checkable is no reason to re-ask
                 return completion
             cap = ctx.budget.call_cap
             if cap is not None and ctx.budget.query_count >= cap:  # DFSDT's cap: the search discards this reply

@@ -89,6 +89,12 @@ def body_problem(body: dict, route: str) -> str | None:
         content = message.get("content")
         if content is not None and not isinstance(content, str | list):
             return f"messages[{index}].content must be a string, a list of parts or null"
+    for index, tool in enumerate(body.get("tools") or []):  # what the dialects read of a tool: its function
+        function = tool.get("function")
+        if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+            return f"tools[{index}].function must be an object with a string name (got {json.dumps(function)[:80]})"
+        if function.get("parameters") is not None and not isinstance(function["parameters"], dict):
+            return f"tools[{index}].function.parameters must be an object"
     if body.get("continue_final_message") and not isinstance(messages[-1].get("content") or "", str):
         return "continue_final_message needs the last message's content as a string"
     return None

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RUN_FOLDER_FIX, InputError
+from ..folder_files import files_under, regular_files
 from ..queries import GROUPS, is_group_name
 from .shape import deepest_point, structure_problem
 
@@ -152,6 +153,7 @@ def iter_answer_files(folder: str | Path, method: str | None = None, order: str 
     if not folder.is_dir():
         raise InputError("answer folder not found", path=folder, fix="pass the folder holding {qid}_{method}.json")
     names = [n for n in os.listdir(folder) if n.endswith(".json") and (method is None or method in n)]
+    names = [path.name for path in regular_files([folder / n for n in names], folder)]  # a FIFO would block
     if order == "name":
         names.sort()
     elif order == "numeric":
@@ -349,10 +351,10 @@ def expand_answer_inputs(inputs: list[str | Path]) -> list[Path]:
     files: list[Path] = []
     for item in inputs:
         item = Path(item)
-        if item.is_file():
-            files.append(item)
-        elif item.is_dir():
-            files.extend(sorted(p for p in item.rglob("*.json") if p.is_file()))
+        if item.is_dir():
+            files.extend(files_under(item, "*.json"))
+        elif item.exists() or item.is_symlink():
+            files.extend(regular_files([item]))
         else:
             raise InputError("answer folder or file not found", path=item,
                              fix="pass answer files (*.json) or folders holding them, in any layout")

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
+from ..folder_files import files_under, regular_files
 from ..queries import GROUPS
 from .storage import GROUP_RE, META_SUFFIX, LabelSet, is_preference_file, read_label_file
 
@@ -77,7 +78,7 @@ def discover(root: str | Path, prefer: str | None = ".json") -> list[FoundLabels
     root = Path(root)
     if not root.exists():
         raise InputError("label file or folder not found", path=root)
-    candidates = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
+    candidates = regular_files([root]) if not root.is_dir() else files_under(root)
     found = [f for f in (classify(p) for p in candidates) if f is not None]
     if not found:
         seen = len(candidates)

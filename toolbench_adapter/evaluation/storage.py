@@ -22,6 +22,7 @@ from ..fileio import (
     read_json,
     write_text_atomic,  # noqa: F401 - re-exported for the report modules
 )
+from ..folder_files import files_under
 from ..protocol.evaluation import (
     PASS_RATE_CSV_HEADER,
     PREFERENCE_OUTPUT,
@@ -192,7 +193,7 @@ def find_label_files(root: str | Path) -> list[Path]:
         return [root]
     if not root.is_dir():
         raise InputError("label file or folder not found", path=root)
-    found = [p for p in root.rglob("*") if p.suffix in (".json", ".csv") and not p.name.endswith(META_SUFFIX)]
+    found = [p for p in files_under(root) if p.suffix in (".json", ".csv") and not p.name.endswith(META_SUFFIX)]
     return sorted(p for p in found if GROUP_RE.match(p.stem))
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from jsonschema import Draft7Validator
 
 from .base import Call, ErrorKind, ParsedTurn
+from .schema_patterns import BoundedValidator, SchemaUnchecked
 from .upstream_schema import function_entries, to_json_schema
 
 # violation kinds, in the order the taxonomy lists them
@@ -30,8 +31,14 @@ WRONG_TYPE = "wrong_type"
 NOT_IN_ENUM = "not_in_enum"
 UNKNOWN_PARAMETER = "unknown_parameter"  # only where a schema sets additionalProperties: false
 OTHER_SCHEMA = "schema"  # any other JSON Schema keyword that failed
+# the function's schema could not be checked (a pattern that does not compile or backtracks past the bound, a
+# schema nested too deeply): a problem of the recorded schema, not of the call; counted apart (structured/rates.py)
+SCHEMA_UNCHECKED = "schema_unchecked"
+UNCHECKED_PREFIX = "schema not checkable: "
 VIOLATION_KINDS = (NO_CALL, UNKNOWN_FUNCTION, ARGUMENTS_NOT_OBJECT, ARGUMENTS_REPAIRED, TRUNCATED, MISSING_REQUIRED,
-                   WRONG_TYPE, NOT_IN_ENUM, UNKNOWN_PARAMETER, OTHER_SCHEMA)
+                   WRONG_TYPE, NOT_IN_ENUM, UNKNOWN_PARAMETER, OTHER_SCHEMA, SCHEMA_UNCHECKED)
+MODEL_KINDS = VIOLATION_KINDS[:-1]  # the kinds that say the model's call is wrong (a re-ask may fix them)
+DEEP = "the schema is nested too deeply to check"
 _KIND_OF_KEYWORD = {"required": MISSING_REQUIRED, "type": WRONG_TYPE, "enum": NOT_IN_ENUM, "const": NOT_IN_ENUM,
                     "additionalProperties": UNKNOWN_PARAMETER}
 
@@ -60,7 +67,7 @@ def _validator(schema_json: str) -> Draft7Validator:
     schema = json.loads(schema_json)
     if not _METASCHEMA.is_valid(schema):  # a keyword with a value no validator reads (e.g. a string minimum)
         schema = {"type": "object"}  # then any object passes: the schema cannot say what is wrong
-    return Draft7Validator(schema)
+    return BoundedValidator(schema)  # Draft 7, its pattern searches bounded (schema_patterns.py)
 
 
 _MAX_CONVERTED = 4096
@@ -104,8 +111,14 @@ class LazySchemas:
         return name in self._entries
 
     def _get(self, name: str) -> tuple[dict, Draft7Validator]:
+        """SchemaUnchecked for a schema too deep to convert (remembered: it is not converted again)."""
         if name not in self._looked_up:
-            self._looked_up[name] = _converted(self._entries[name].get("parameters"))
+            try:
+                self._looked_up[name] = _converted(self._entries[name].get("parameters"))
+            except RecursionError:
+                self._looked_up[name] = None
+        if self._looked_up[name] is None:
+            raise SchemaUnchecked(DEEP)
         return self._looked_up[name]
 
     def __getitem__(self, name: str) -> dict:
@@ -157,13 +170,22 @@ def _message(error, base: str) -> tuple[str, str]:
 def argument_violations(arguments: dict, schema: dict, where: str = "arguments", function: str | None = None,
                         *, validator: Draft7Validator | None = None) -> list[Violation]:
     """``validator``: the schema's compiled validator, when the caller has it (LazySchemas.validator)."""
-    validator = validator if validator is not None else _validator(json.dumps(schema, sort_keys=True))
-    errors = sorted(validator.iter_errors(arguments), key=lambda e: (list(e.absolute_path), e.validator))
+    try:
+        validator = validator if validator is not None else _validator(json.dumps(schema, sort_keys=True))
+        errors = sorted(validator.iter_errors(arguments), key=lambda e: (list(e.absolute_path), e.validator))
+    except SchemaUnchecked as problem:
+        return [unchecked(function, str(problem))]
+    except RecursionError:
+        return [unchecked(function, DEEP)]
     violations = []
     for error in errors:
         kind, message = _message(error, where)
         violations.append(Violation(kind, function, message))
     return violations
+
+
+def unchecked(function: str | None, reason: str) -> Violation:
+    return Violation(SCHEMA_UNCHECKED, function, UNCHECKED_PREFIX + reason)
 
 
 def validate_arguments(arguments: dict, schema: dict, where: str = "arguments") -> list[str]:
@@ -182,8 +204,12 @@ def call_violations(call: Call, functions: list[dict], action_enum: list[str] | 
         return [Violation(UNKNOWN_FUNCTION, call.name, f"no function named {call.name!r}")]
     if not isinstance(call.arguments, dict):
         return [Violation(ARGUMENTS_NOT_OBJECT, call.name, "arguments are not a JSON object")]
-    validator = schemas.validator(call.name) if isinstance(schemas, LazySchemas) else None
-    problems = argument_violations(call.arguments, schemas[call.name], function=call.name, validator=validator)
+    try:
+        validator = schemas.validator(call.name) if isinstance(schemas, LazySchemas) else None
+        schema = schemas[call.name]
+    except SchemaUnchecked as problem:
+        return [unchecked(call.name, str(problem))]
+    problems = argument_violations(call.arguments, schema, function=call.name, validator=validator)
     if check_sent and call.arguments_raw.strip() and _sent_value(call.arguments_raw) != call.arguments:
         problems.insert(0, Violation(ARGUMENTS_REPAIRED, call.name, "the arguments as written are not valid JSON "
                                      "(the parser repaired them; the tool receives the text as written)"))

@@ -20,6 +20,11 @@ the file when another process replaced it since this one last read or wrote it (
 differ), keeps every entry on disk, adds its own, and writes a temp file then os.replace. A miss looks at
 the same signature (one stat, a read only when it changed) before a simulator runs, so a server serves
 what another one saved.
+
+A server adds at most MAX_FILE_ENTRIES entries to one API's file, and none to a file of MAX_FILE_BYTES or more
+on disk: past either, a new answer is served but neither kept nor saved (said once per file). A server that
+takes any arguments (no validation) grew one file to 21.7 MB, rewritten whole on every miss; the bound keeps
+each rewrite small. Files built by ``tba cache build`` may be larger: they are read, never refused.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from ..fileio import output_path_error, write_json_atomic
+from ..folder_files import files_under
 from .names import SIMULATED_DIR, ApiKey
 
 try:
@@ -47,6 +53,9 @@ log = logging.getLogger(__name__)
 
 LOCK_DIR = ".tba-locks"  # lock files, only where folders cannot be locked
 LOCK_STRIPES = 64  # thread locks (and fallback lock files): chosen by a hash of the folder's path
+
+MAX_FILE_ENTRIES = 5000  # per API file; StableToolBench's own files hold far fewer per API
+MAX_FILE_BYTES = 8 << 20  # 8 MiB on disk: each new entry rewrites the file
 
 Signature = tuple[int, int, int]  # (inode, mtime in ns, size): os.replace by anyone changes the inode
 
@@ -122,12 +131,12 @@ class _Store:
         self.changes = 0
         self._change_ids = itertools.count(1)
         self.file_locks = locks
+        self.full: set[str] = set()  # files at their bound (MAX_FILE_ENTRIES / MAX_FILE_BYTES): said once
         self._locks: dict[str, threading.Lock] = {}
         self._locks_lock = threading.Lock()
         if root is not None and root.is_dir():
-            for path in root.glob("*/*/*.json"):
-                if path.is_file():
-                    self.files.add(path.relative_to(root).as_posix())
+            for path in files_under(root, "*/*/*.json", recursive=False):  # a FIFO there would block a miss
+                self.files.add(path.relative_to(root).as_posix())
 
     def lock(self, rel: str) -> threading.Lock:
         with self._locks_lock:
@@ -198,9 +207,23 @@ class _Store:
         finally:
             self.changes = next(self._change_ids)  # after the change, so nothing prepared before it survives
 
+    def _at_bound(self, rel: str, entries: int) -> bool:
+        """Whether the file takes no more entries; said once per file when it first does not."""
+        size = (_signature(self.root / rel) or (0, 0, 0))[2] if self.root is not None else 0
+        if entries < MAX_FILE_ENTRIES and size < MAX_FILE_BYTES:
+            return False
+        if rel not in self.full:
+            self.full.add(rel)
+            log.warning("cache file %s holds %d entries (%d bytes): at its bound (%d entries, %d bytes), new "
+                        "answers for this API are served but not cached", self.root / rel if self.root else rel,
+                        entries, size, MAX_FILE_ENTRIES, MAX_FILE_BYTES)
+        return True
+
     def _put(self, rel: str, key: str, value: Any, save: bool) -> bool:
         self.get_file(rel)
         with self.lock(rel):
+            if key not in self.entries[rel] and self._at_bound(rel, len(self.entries[rel])):
+                return False  # served, not kept: memory and the file stay bounded
             if not save or self.root is None or rel in self.broken:
                 self.entries[rel][key] = value
                 return False

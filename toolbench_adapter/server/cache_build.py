@@ -26,6 +26,7 @@ from typing import Any
 
 from ..answers.read import RecordedAnswer, UnusableAnswer, expand_answer_inputs, read_recorded
 from ..answers.recorded_query import QueryResolver
+from ..answers.shape import deepest_point
 from ..errors import InputError
 from ..fileio import OutputPathError, output_path_error
 from ..naming import suffix_match
@@ -262,13 +263,34 @@ def usable_calls(answer: RecordedAnswer, toolset: Toolset) -> list[RecordedCall]
                                  f"folder ({exc})", path=answer.path, field=where,
                                  fix="leave this file out: function and tool names never hold '..' or '/'") from None
     try:
-        return list(recorded_calls(answer.data))
+        calls = list(recorded_calls(answer.data))
     except RecursionError:
         raise UnusableAnswer("too_deeply_nested", "nested too deeply to walk (RecursionError)", path=answer.path,
                              field="tree / trys", fix="leave this file out") from None
     except (TypeError, AttributeError, ValueError) as exc:  # a shape shape.py does not name
         raise UnusableAnswer("malformed", f"unexpected content ({type(exc).__name__}: {exc})",
                              path=answer.path, fix="leave this file out") from None
+    for call in calls:
+        _refuse_deep(call, answer.path)
+    return calls
+
+
+def _refuse_deep(call: RecordedCall, path: str | None) -> None:
+    """UnusableAnswer when a call's arguments or observation (JSON in a string) nest too deeply to decode, key
+    and write back: found before the file adds anything, so the file is refused whole and the others built."""
+    for part, text in (("arguments", call.arguments), ("observation", call.observation)):
+        if not isinstance(text, str) or not text.lstrip().startswith(("[", "{")):
+            continue
+        try:
+            value = json.loads(text)
+            json.dumps({"key": {"key": value}}), str(value)  # what keying and writing the cache file do
+        except ValueError:
+            continue  # not JSON: a reason of its own, per call
+        except RecursionError:
+            depth = deepest_point(text)[0]
+            raise UnusableAnswer("too_deeply_nested", f"the {part} of a call to {call.name!r} nest {depth} levels "
+                                 "deep (too deep to decode)", path=path, field=f"tool call {call.name} {part}",
+                                 fix="leave this file out") from None
 
 
 class CacheBuilder:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..folder_files import files_under
 from ..naming import pure_api_name, server_tool_folder, standardize, standardize_category
 from ..queries import QuerySet
 from .names import ApiKey
@@ -72,7 +73,7 @@ class ApiCatalog:
     def add_tool_env(self, tools_root: str | Path) -> None:
         """``{tools}/{Category}/{tool}.json`` (ToolBench tool env): tool descriptions and api docs."""
         root = Path(tools_root)
-        for path in sorted(root.glob("*/*.json")):
+        for path in files_under(root, "*/*.json", recursive=False):
             try:
                 data = json.loads(path.read_text(encoding="utf-8"))
             except (OSError, ValueError) as exc:

@@ -26,11 +26,14 @@ def turns_text(totals: dict | None) -> str | None:
     totals = totals or {}
     turns = totals.get("model_turns")
     if not turns:
-        return None
+        unchecked = totals.get("unchecked_turns")
+        return f"{unchecked} turns not checkable (a recorded schema's problem)" if unchecked else None
     valid = totals.get("valid_turns", 0)
     text = f"valid calls on {valid} of {turns} model turns ({valid / turns:.1%})"
     if totals.get("reasks"):
         text += f", {totals['reasks']} re-asks"
+    if totals.get("unchecked_turns"):
+        text += f"; {totals['unchecked_turns']} turns not checkable (a recorded schema's problem, counted apart)"
     return text
 
 

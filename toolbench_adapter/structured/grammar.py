@@ -20,6 +20,9 @@ Choices of the grammar that the schemas alone do not make (none changes what the
   its objects);
 - the thought is one line; Finish with give_answer must carry a non-empty final_answer (upstream's environment
   answers a give_answer without one with status 2, "must have final_answer");
+- a function whose schema the grammar compiler refuses (xgrammar: a pattern it cannot parse, minLength above
+  maxLength, ...) gets unconstrained arguments (any JSON object), and the reason goes into the Constraint
+  (``unconstrained``; the step record keeps it): the query runs, its calls still validated;
 - the free text of a reply (thought, final answer) is bounded in characters so that the whole reply fits the
   turn's token budget even at one character per token (text_budget): a small model repeating itself still
   closes its JSON before max_tokens cuts it (a cut reply is a truncated, invalid turn).
@@ -28,11 +31,13 @@ Choices of the grammar that the schemas alone do not make (none changes what the
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from ..errors import InputError
-from ..parsers.upstream_schema import argument_schemas
+from ..parsers.upstream_schema import argument_schemas, function_entries
 from ..protocol.functions import FINISH_NAME, GIVE_ANSWER, GIVE_UP
 from ..protocol.parsers import HERMES_CLOSE, HERMES_OPEN
 from ..protocol.react import ACTION_END, ACTION_INPUT_END, THOUGHT_MARKER
@@ -60,6 +65,7 @@ class Constraint:
     name: str
     ebnf: str | None = None
     json_schema: dict | None = None
+    unconstrained: tuple[tuple[str, str], ...] = ()  # (function, why its arguments are not constrained)
 
 
 def xgrammar():
@@ -105,12 +111,44 @@ def finish_arguments_schema(max_tokens: int | None = None) -> dict:
         {"type": "object", "properties": {"return_type": {"const": GIVE_UP}}, "required": ["return_type"]}]}
 
 
-def grammar_schemas(toolset: Toolset, max_tokens: int | None = None) -> dict[str, dict]:
-    """Function name -> the schema its arguments are generated under (Finish: finish_arguments_schema)."""
-    schemas = argument_schemas(toolset.functions)
+def grammar_schemas(toolset: Toolset, max_tokens: int | None = None,
+                    unconstrained: dict[str, str] | None = None) -> dict[str, dict]:
+    """Function name -> the schema its arguments are generated under (Finish: finish_arguments_schema). A schema
+    the grammar compiler refuses becomes ANY_OBJECT, its reason put in ``unconstrained`` (when given)."""
+    try:
+        schemas = argument_schemas(toolset.functions)
+    except RecursionError:  # a schema too deep to convert: every function unconstrained, said once
+        schemas = {name: ANY_OBJECT for name in _names(toolset)}
+        if unconstrained is not None:
+            unconstrained.update({name: "a schema is nested too deeply to convert" for name in schemas})
+        return schemas
     if FINISH_NAME in schemas and set(schemas[FINISH_NAME].get("properties") or {}) == {"return_type", "final_answer"}:
         schemas[FINISH_NAME] = finish_arguments_schema(max_tokens)
+    for name, schema in schemas.items():
+        problem = grammar_problem(schema_text(schema))
+        if problem is not None:
+            schemas[name] = ANY_OBJECT
+            if unconstrained is not None:
+                unconstrained[name] = problem
     return schemas
+
+
+ANY_OBJECT = {"type": "object"}
+
+
+def _names(toolset: Toolset) -> list[str]:
+    return list(dict.fromkeys(f["name"] for f in function_entries(toolset.functions)))
+
+
+@lru_cache(maxsize=4096)
+def grammar_problem(schema_json: str) -> str | None:
+    """Why xgrammar cannot take this argument schema (its message without the C++ source position), or None."""
+    try:
+        _json(xgrammar(), json.loads(schema_json))
+    except (RuntimeError, ValueError, TypeError, RecursionError) as error:
+        message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        return "the grammar compiler refuses the schema: " + re.sub(r"^\[[^\]]*\]\s*\S+:\d+:\s*", "", message)
+    return None
 
 
 def _literal(xgr, text: str):
@@ -145,19 +183,21 @@ def _object_schema(properties: dict, required: list[str]) -> dict:
     return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
 
 
-def json_object_schema(toolset: Toolset, max_tokens: int | None = None) -> dict:
+def json_object_schema(toolset: Toolset, max_tokens: int | None = None,
+                       unconstrained: dict[str, str] | None = None) -> dict:
     """The json-object dialect's reply: one call of a listed function, or the final answer."""
     think = {"type": "string", "maxLength": text_budget(max_tokens).thought}
     branches = [_object_schema({"think": think, "action": {"const": name}, "arguments": schema},
                                ["think", "action", "arguments"])
-                for name, schema in grammar_schemas(toolset, max_tokens).items()]
+                for name, schema in grammar_schemas(toolset, max_tokens, unconstrained).items()]
     branches.append(_object_schema({"think": think, "answer": answer_schema(max_tokens)}, ["think", "answer"]))
     return {"anyOf": branches}
 
 
-def _call_object_schema(toolset: Toolset, arguments_key: str, with_id: bool, max_tokens: int | None) -> dict:
+def _call_object_schema(toolset: Toolset, arguments_key: str, with_id: bool, max_tokens: int | None,
+                        unconstrained: dict[str, str]) -> dict:
     branches = []
-    for name, schema in grammar_schemas(toolset, max_tokens).items():
+    for name, schema in grammar_schemas(toolset, max_tokens, unconstrained).items():
         properties = {"name": {"const": name}, arguments_key: schema}
         if with_id:
             properties["call_id"] = {"type": "string", "pattern": f"^[A-Za-z0-9_-]{{1,{CALL_ID_MAX_CHARS}}}$"}
@@ -171,10 +211,17 @@ def reply_constraint(dialect: str, toolset: Toolset, prefill: str = "", max_toke
         raise InputError(f"--constrain schema has no grammar for the {dialect} dialect", field="dialect",
                          fix=f"use one of {', '.join(DIALECTS)}, or --constrain off")
     xgr = xgrammar()
+    unconstrained: dict[str, str] = {}
+    constraint = _reply_constraint(xgr, dialect, toolset, prefill, max_tokens, unconstrained)
+    return Constraint(constraint.name, constraint.ebnf, constraint.json_schema, tuple(unconstrained.items()))
+
+
+def _reply_constraint(xgr, dialect: str, toolset: Toolset, prefill: str, max_tokens: int | None,
+                      unconstrained: dict[str, str]) -> Constraint:
     thought = f"[^\\n]{{1,{text_budget(max_tokens).thought}}}"
     if dialect == "toolllama":
         calls = [xgr.Grammar.concat(_literal(xgr, ACTION_END + name + ACTION_INPUT_END), _json(xgr, schema))
-                 for name, schema in grammar_schemas(toolset, max_tokens).items()]
+                 for name, schema in grammar_schemas(toolset, max_tokens, unconstrained).items()]
         start = reply_start(prefill, THOUGHT_MARKER)
         parts = ([_literal(xgr, start)] if start else []) + [xgr.Grammar.from_regex(thought), xgr.Grammar.union(*calls)]
         return Constraint(dialect, ebnf=str(xgr.Grammar.concat(*parts)))
@@ -182,14 +229,15 @@ def reply_constraint(dialect: str, toolset: Toolset, prefill: str = "", max_toke
         raise InputError(f"the {dialect} dialect with a prefill ({prefill!r}) cannot be constrained",
                          field="dialect_options", fix="leave the prefill out with --constrain schema")
     if dialect == "json-object":
-        schema = json_object_schema(toolset, max_tokens)
+        schema = json_object_schema(toolset, max_tokens, unconstrained)
         return Constraint(dialect, ebnf=str(_json(xgr, schema)), json_schema=schema)
     if dialect == "jsonl":
-        line = _json(xgr, _call_object_schema(toolset, "parameters", with_id=True, max_tokens=max_tokens))
+        line = _json(xgr, _call_object_schema(toolset, "parameters", with_id=True, max_tokens=max_tokens,
+                                              unconstrained=unconstrained))
         return Constraint(dialect, ebnf=str(_repeat(xgr, line, "\n", MAX_CALLS)))
     block = xgr.Grammar.concat(_literal(xgr, HERMES_OPEN + "\n"),
                                _json(xgr, _call_object_schema(toolset, "arguments", with_id=False,
-                                                              max_tokens=max_tokens)),
+                                                              max_tokens=max_tokens, unconstrained=unconstrained)),
                                _literal(xgr, "\n" + HERMES_CLOSE))
     head = xgr.Grammar.from_regex(f"[^<]{{0,{text_budget(max_tokens).thought}}}")
     return Constraint(dialect, ebnf=str(xgr.Grammar.concat(head, _repeat(xgr, block, "\n", MAX_CALLS))))

@@ -86,7 +86,9 @@ def register(subparsers) -> None:
     p.add_argument("--limit", type=int, help="at most N queries per group")
     p.add_argument("--method", help=f"{known_forms()}: any registered search method (default: CoT@1)")
     p.add_argument("--max-step", type=int, help="depth limit (default 12, as the published numbers; upstream code now 50)")
-    p.add_argument("--max-query-count", type=int, help="DFSDT model-call cap (default 200)")
+    p.add_argument("--max-query-count", type=int,
+                   help="model-call cap per query: DFSDT stops there, CoT's re-asks (--on-invalid reask:N) too "
+                   "(default 200)")
     p.add_argument("--backend", help="openai-completions, openai-chat, hf, replay or scripted (default: hf)")
     p.add_argument("--model", help="model name (served name, or a local folder for hf)")
     p.add_argument("--base-url", action="append", metavar="URL",
