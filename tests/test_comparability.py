@@ -253,3 +253,24 @@ def test_compare_runs_on_different_query_sets_counts_over_the_shared_ones(tmp_pa
     assert rows["on-invalid=reask:2"]["queries"] == "1" and rows["on-invalid=reask:2"]["left_out"] == "0"
     table = next(line for line in stdout.splitlines() if line.startswith("on-invalid=observe"))
     assert "/1 " in table and "/6" not in table
+
+
+def test_an_external_tool_server_reports_its_hits_and_what_answers_misses(tmp_path):
+    """--server URL: the hits of the session (its /stats read before and after: it may have served others) and
+    the simulator its /health names; a server with neither (upstream's) leaves them unknown, said as such."""
+    from toolbench_adapter.server.app import ServerConfig, build_virtual_server, create_app
+    from toolbench_adapter.server.runner import EmbeddedServer
+
+    server = build_virtual_server(ServerConfig(stb_root="data/sample", simulator="schema", save=False))
+    server.stats.record("cache", 0.0)  # a request of someone else, before this run
+    with EmbeddedServer(create_app(server)) as running:
+        run_dir = sample_run(tmp_path, "external", server=running.url)
+    responses = json.loads((run_dir / "manifest.json").read_text())["setup_facts"]["tool_responses"]
+    assert responses["simulator"] == "schema" and responses["server"] == running.url
+    assert responses["requests"] == responses["misses"] == 6 and responses["hits"] == 0
+    _, reasons = assess({"tool_responses": responses}, None)
+    assert "tool responses: synthetic schema simulator (0 of 6 tool responses from the cache)" in reasons
+    unknown = {"server": ["http://127.0.0.1:9/virtual"], "simulator": None, "requests": None, "hits": None,
+               "misses": None}
+    assert any("what answered cache misses is unknown" in r and "cache hits not reported" in r
+               for r in assess({"tool_responses": unknown}, None)[1])
