@@ -43,7 +43,10 @@ RESULTS may be, in any mix:
                    answered, win). A run whose evaluations all failed gets no row: exit 3 with the command
                    that redoes its failed judgements.
 A row whose score left failed judgements out (a score file written with --score-anyway) is marked † with
-a footnote; a row judged by the run's own model (tba evaluate --judge-self) reads "(self-judged)"."""
+a footnote; a row judged by the run's own model (tba evaluate --judge-self) reads "(self-judged)".
+Every table carries a line against the StableToolBench leaderboard's setup (toolbench_adapter/evaluation/
+comparability.py): "comparable with the StableToolBench leaderboard: yes", or "not comparable ...:" and the
+reasons (queries, tool documents, tool responses, judge, method); score and label files: "setup not recorded"."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
