@@ -274,3 +274,15 @@ def test_an_external_tool_server_reports_its_hits_and_what_answers_misses(tmp_pa
                "misses": None}
     assert any("what answered cache misses is unknown" in r and "cache hits not reported" in r
                for r in assess({"tool_responses": unknown}, None)[1])
+
+
+def test_a_run_merged_from_shards_records_every_shards_queries_and_counts(tmp_path):
+    from runners.execution.merge import merge_runs
+
+    shards = [sample_run(tmp_path, f"s{i}", shard=f"{i}/2") for i in (1, 2)]
+    facts = [json.loads((s / "manifest.json").read_text())["setup_facts"] for s in shards]
+    assert [sum(map(len, f["queries"]["other"].values())) for f in facts] == [3, 3]
+    merge_runs(shards, tmp_path / "merged")
+    merged = json.loads((tmp_path / "merged" / "manifest.json").read_text())["setup_facts"]
+    assert sum(map(len, merged["queries"]["other"].values())) == 6
+    assert merged["tool_responses"]["requests"] == sum(f["tool_responses"]["requests"] for f in facts)

@@ -79,6 +79,27 @@ def merge_queries(old: dict | None, new: dict) -> dict:
     return merged
 
 
+def merge_setups(setups: list) -> dict | None:
+    """The setup facts of a run merged from shards (tba merge): their queries united, their tool-server counts
+    added (unknown when one shard's are), tool documents found only when every shard found them."""
+    setups = [s for s in setups if isinstance(s, dict)]
+    if not setups:
+        return None
+    merged = dict(setups[0])
+    queries = setups[0].get("queries")
+    for other in setups[1:]:
+        if isinstance(other.get("queries"), dict):
+            queries = merge_queries(queries, other["queries"])
+    merged["queries"] = queries
+    docs = [s.get("tool_documents") or {} for s in setups]
+    merged["tool_documents"] = {**docs[0], "found": all(d.get("found") for d in docs)}
+    responses = [s.get("tool_responses") or {} for s in setups]
+    counts = {key: None if any(not isinstance(r.get(key), int) for r in responses) else sum(r[key] for r in responses)
+              for key in ("requests", "hits", "misses")}
+    merged["tool_responses"] = {**responses[0], **counts}
+    return merged
+
+
 def _short(root: str) -> str:
     """A query folder as the reason names it: relative to the project when inside it (data/sample)."""
     try:
