@@ -159,12 +159,12 @@ def _responses_reason(facts: dict | None) -> str | None:
 def _judge_reason(judge: dict | None, simulator: str | None) -> str | None:
     if not isinstance(judge, dict):
         return "judge: not evaluated"
-    model = str(judge.get("model") or "?")
+    model = str(judge.get("model") or "?").rstrip("/").rsplit("/", 1)[-1].removeprefix("hf:")  # a local folder: its name
     expected = JUDGE_BY_SIMULATOR.get(simulator or "", JUDGE_BY_SIMULATOR["llm"])
     if judge.get("self_judged"):
         return f"judge: {model} self-judged, not {expected}"
     problems = []
-    if model.lower().rsplit("/", 1)[-1] != expected:
+    if model.lower() != expected:
         problems.append(f"{model}, not {expected}")
     times = judge.get("evaluate_times")
     if times != JUDGE_REPEATS:
