@@ -17,6 +17,7 @@ from runners.cli import main
 from runners.config import RunConfig
 from runners.execution.runner import Runner
 from runners.judging.evaluate import evaluate_run
+from tests.test_report_chromium import chromium  # noqa: F401 (a fixture)
 from toolbench_adapter.evaluation import comparability
 from toolbench_adapter.evaluation.comparability import (
     COMPARABLE,
@@ -286,3 +287,22 @@ def test_a_run_merged_from_shards_records_every_shards_queries_and_counts(tmp_pa
     merged = json.loads((tmp_path / "merged" / "manifest.json").read_text())["setup_facts"]
     assert sum(map(len, merged["queries"]["other"].values())) == 6
     assert merged["tool_responses"]["requests"] == sum(f["tool_responses"]["requests"] for f in facts)
+
+
+def test_the_first_screen_says_not_comparable_and_why_in_chromium(chromium, tmp_path):  # noqa: F811
+    from tests.test_report_chromium import Chrome
+    from toolbench_adapter.report.html import write_report
+
+    run_dir = sample_run(tmp_path)
+    evaluate_run(run_dir, Judge("gpt-4o-mini"), evaluate_times=1, cache_path=None, progress=False)
+    page = write_report([run_dir], tmp_path / "report.html")
+    chrome = Chrome(chromium, tmp_path / "profile")
+    try:
+        chrome.open(page.as_uri())
+        text = chrome.js("(document.getElementById('comparability') || {}).innerText")
+        assert text and text.startswith(f"{NOT_COMPARABLE}: queries: data/sample (not StableToolBench's)")
+        box = chrome.js("(() => { const r = document.getElementById('comparability').getBoundingClientRect();"
+                        " return [r.top, r.bottom, innerHeight]; })()")
+        assert 0 <= box[0] and box[1] <= box[2]  # on the first screen
+    finally:
+        chrome.close()
