@@ -159,7 +159,7 @@ def _responses_reason(facts: dict | None) -> str | None:
 def _judge_reason(judge: dict | None, simulator: str | None) -> str | None:
     if not isinstance(judge, dict):
         return "judge: not evaluated"
-    model = str(judge.get("model") or "?").rstrip("/").rsplit("/", 1)[-1].removeprefix("hf:")  # a local folder: its name
+    model = str(judge.get("model") or "judge model not recorded").rstrip("/").rsplit("/", 1)[-1].removeprefix("hf:")  # a local folder: its name
     expected = JUDGE_BY_SIMULATOR.get(simulator or "", JUDGE_BY_SIMULATOR["llm"])
     if judge.get("self_judged"):
         return f"judge: {model} self-judged, not {expected}"
@@ -167,7 +167,9 @@ def _judge_reason(judge: dict | None, simulator: str | None) -> str | None:
     if model.lower() != expected:
         problems.append(f"{model}, not {expected}")
     times = judge.get("evaluate_times")
-    if times != JUDGE_REPEATS:
+    if times is None:
+        problems.append(f"evaluations not recorded, {JUDGE_REPEATS} needed")
+    elif times != JUDGE_REPEATS:
         problems.append(f"{times} evaluation{'' if times == 1 else 's'}, not {JUDGE_REPEATS}")
     if judge.get("evaluator") not in (None, "default"):
         problems.append(f"evaluator {judge.get('evaluator')}, not the default")
