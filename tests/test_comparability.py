@@ -238,6 +238,10 @@ def test_the_reports_compare_tab_names_the_judge_and_the_axis(tmp_path):
     assert data["compare"]["axes"] == ["on-invalid"]
     assert "self-judged" in data["compare"]["judges"] and data["compare"]["judges"].startswith("judged by: ")
     assert all(run["headline"]["comparability"].startswith(NOT_COMPARABLE) for run in data["runs"])
+    from toolbench_adapter.report.run_index import write_index
+
+    index = write_index(tmp_path)[0].read_text()  # the sweep's front page: a column per run
+    assert "<th>StableToolBench leaderboard</th>" in index and index.count("not comparable <span") == 2
 
 
 def test_compare_runs_on_different_query_sets_counts_over_the_shared_ones(tmp_path, capsys):
