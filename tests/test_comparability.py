@@ -130,8 +130,9 @@ class Judge:
         return {"role": "assistant", "content": '{"reason": "ok", "answer_status": "Solved"}'}
 
 
-def sample_run(tmp_path: Path, name: str = "sample", **config) -> Path:
-    Runner(RunConfig(name=name, out_root=str(tmp_path), backend="scripted", **config), progress=False).run()
+def sample_run(tmp_path: Path, name: str = "sample", backend=None, **config) -> Path:
+    Runner(RunConfig(name=name, out_root=str(tmp_path), backend="scripted", **config), backend=backend,
+           progress=False).run()
     return tmp_path / name
 
 
@@ -202,8 +203,8 @@ class SelfJudge(Judge):
     """The run's own model judging it (tba evaluate --judge-self)."""
 
 
-def judged(tmp_path: Path, name: str, on_invalid: str, **config) -> Path:
-    run_dir = sample_run(tmp_path, name, on_invalid=on_invalid, **config)
+def judged(tmp_path: Path, name: str, on_invalid: str, backend=None, **config) -> Path:
+    run_dir = sample_run(tmp_path, name, backend, on_invalid=on_invalid, **config)
     model = json.loads((run_dir / "manifest.json").read_text())["model"]
     evaluate_run(run_dir, SelfJudge(model), evaluate_times=1, cache_path=None, progress=False, judge_self=True)
     return run_dir
@@ -310,3 +311,19 @@ def test_the_first_screen_says_not_comparable_and_why_in_chromium(chromium, tmp_
         assert 0 <= box[0] and box[1] <= box[2]  # on the first screen
     finally:
         chrome.close()
+
+
+def test_runs_that_differ_in_parser_and_more_are_named_by_both(tmp_path, capsys):
+    """A parser comparison whose runs also differ in --on-invalid names both axes, not the parser alone."""
+    from runners.models.scripted import ScriptedBackend
+
+    finish = 'Thought: done.\nAction: Finish\nAction Input: {"return_type": "give_answer", "final_answer": "x"}'
+    text = {"dialect": "toolllama", "max_step": 4}
+    plain = judged(tmp_path, "plain", "observe", ScriptedBackend(script=lambda r: finish), parser="react-find", **text)
+    other = judged(tmp_path, "other", "reask:2", ScriptedBackend(script=lambda r: finish), parser="react-robust",
+                   **text)
+    assert main(["compare-runs", "--runs", str(plain), str(other), "--out", str(tmp_path / "cmp")]) == 0
+    stdout = capsys.readouterr().out
+    assert "the runs differ in: parser, on-invalid" in stdout
+    assert stdout.splitlines()[0].split()[:3] == ["parser", "/", "on-invalid"]
+    assert any(line.startswith("react-robust on-invalid=reask:2") for line in stdout.splitlines())

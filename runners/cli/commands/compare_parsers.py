@@ -83,10 +83,12 @@ def run_on_runs(args) -> int:
         text_lines,
         write_run_comparison,
     )
-    from toolbench_adapter.report.structured_runs import shares_a_parser
+    from toolbench_adapter.report.structured_runs import differing, shares_a_parser
 
     variants = load_variants(expand_run_paths(args.runs), args.judge_id)  # one judge's labels for every run
-    if shares_a_parser(variants):  # runs that differ in dialect, --constrain or --on-invalid
+    # runs that differ in dialect, --constrain or --on-invalid (or in more than the parser): each named by the
+    # settings it differs in, never "constrain=schema" under a parser heading
+    if shares_a_parser(variants) or differing(variants) not in (["parser"], []):
         return run_on_settings(variants, args)
     result = compare_runs(variants, args.baseline, seed=args.seed)
     written = write_run_comparison(result, args.out)
