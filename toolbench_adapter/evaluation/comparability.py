@@ -4,11 +4,12 @@ A run records what it knows (``setup_facts`` in its manifest: the queries, tool 
 method); an evaluation adds its judge. ``assess`` turns those facts into (comparable, reasons) and ``line`` into
 the one line every leaderboard, `tba table`, the report and every comparison print.
 
-The leaderboard's setup (docs/reference: StableToolBench README at aa4ed9f): the 765 solvable queries
+The leaderboard's setup (StableToolBench README at aa4ed9f, its GPT-based caching and MirrorAPI tables): the 765 solvable queries
 (recognised here by a digest of each query record, the table in toolbench_adapter/data/stb_queries/), tool
 documents present, tool responses from the cache with misses answered by a GPT-based simulator (judge
 gpt-4-turbo-2024-04-09, 3 evaluations) or MirrorAPI (judge gpt-4o; the README does not say its repeats, 3
-assumed), and the methods CoT@1 / DFS_woFilter_w2 without structured options (none of them upstream's).
+assumed), and the methods CoT@1 / DFS_woFilter_w2 without structured options (none of them upstream's). The
+``llm`` simulator counts as GPT-based: it asks the chat model it is given, with this project's prompt.
 """
 
 from __future__ import annotations
