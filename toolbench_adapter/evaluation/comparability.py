@@ -140,6 +140,8 @@ def hit_share(facts: dict | None) -> str:
     requests, hits = facts.get("requests"), facts.get("hits")
     if not isinstance(requests, int) or not isinstance(hits, int):
         return "cache hits not reported"
+    if not requests:
+        return "no tool call reached the server"
     return f"{hits} of {requests} tool responses from the cache"
 
 
