@@ -35,6 +35,9 @@ G1_instruction. --labels DIR...: any label set, laid out as
   {LAYOUTS[0]}
   {LAYOUTS[1]}
   {LAYOUTS[2]}
+A run folder (or its RUN/eval/ID) among them: that evaluation's labels; beside published tables its row goes
+with its line against the leaderboard's setup ("comparable with the StableToolBench leaderboard: yes", or "not
+comparable ...:" and why).
 
 --published FILE|FILE#N|stb|toolbench|all: published tables compared cell by cell: published, reproduced,
 difference, and exact / within rounding (at most one unit of the last printed digit) / differs, with "K of M
