@@ -51,7 +51,8 @@ def test_runs_that_share_a_parser_are_named_by_their_policy(tmp_path, capsys):
     assert main(["compare-parsers", "--runs", str(tmp_path / "reask"), str(tmp_path / "observe"),
                  "--out", str(out)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split() == ["run", "valid", "turns", "valid", "answers", "calls/query", "tokens/query",
+    # the first column is named by the axis the runs differ in (issue 33.8: not "parser", not "run")
+    assert lines[0].split() == ["on-invalid", "valid", "turns", "valid", "answers", "calls/query", "tokens/query",
                                 "s/query", "pass", "rate", "vs", "baseline", "(95%", "CI)", "flips", "up/down"]
     rows = {line.split("  ")[0]: line for line in lines[1:3]}
     # observe: one unknown call per turn, never finishes (2 turns); reask:2: one re-ask, then Finish
@@ -60,7 +61,7 @@ def test_runs_that_share_a_parser_are_named_by_their_policy(tmp_path, capsys):
     assert "50.0% (6/12)" in rows["on-invalid=reask:2"] and "6/6" in rows["on-invalid=reask:2"]
     assert "+100.0 [+100.0, +100.0]" in rows["on-invalid=reask:2"] and "6/0" in rows["on-invalid=reask:2"]
     table = list(csv.DictReader((out / "runs.csv").open()))
-    assert [r["run"] for r in table] == ["on-invalid=reask:2", "on-invalid=observe"]
+    assert [r["on-invalid"] for r in table] == ["on-invalid=reask:2", "on-invalid=observe"]
     assert table[0]["calls_per_query"] == "2.00" and table[1]["calls_per_query"] == "2.00"
     assert (out / "runs.md").read_text().startswith("# Runs compared")
 

@@ -16,6 +16,8 @@ from toolbench_adapter.errors import InputError
 from toolbench_adapter.runfolder import MANIFEST, summarize
 
 from ..config import RunConfig
+from .setup_facts import FIELD as SETUP_FIELD
+from .setup_facts import setup_facts
 
 
 def iso_time(seconds: float) -> str:
@@ -82,6 +84,9 @@ def build_manifest(run: Any, previous: dict | None, started: float | None = None
             "infra_failures": sum(failures.values()), "infra_failures_by_kind": dict(sorted(failures.items())),
             "failed": sum(failures.values())})  # older readers' name for the same count
     manifest["totals"] = summarize(run.run_dir, cfg.method)
+    # against the leaderboard's setup (setup_facts.py); the tool server's counts once a session has ended
+    manifest[SETUP_FIELD] = setup_facts(cfg, previous, getattr(run, "tool_session", None)
+                                        if (finished is not None or ended is not None) else None)
     return manifest
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from toolbench_adapter.answers.read import validate_answer
 from toolbench_adapter.errors import InputError
+from toolbench_adapter.evaluation.comparability import SETUP_FIELD, merge_setups
 from toolbench_adapter.fileio import (
     OutputPathError,
     check_writable,
@@ -85,6 +86,8 @@ def _merge_runs(sources: list[str | Path], out: str | Path) -> dict:
         if queries is not None:
             manifest["queries"] = queries
         manifest["totals"] = summarize(staging, method)
+        if any(SETUP_FIELD in m for m in manifests):  # every shard's queries and tool-server counts
+            manifest[SETUP_FIELD] = merge_setups([m.get(SETUP_FIELD) for m in manifests])
         write_json_atomic(staging / MANIFEST, manifest, fsync=True)
         os.chmod(staging, 0o777 & ~current_umask())  # mkdtemp makes 0700; a run folder is as mkdir would make it
         if out.exists():

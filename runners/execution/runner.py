@@ -80,6 +80,8 @@ class Runner:
         self.structured = setup.structured  # --constrain / --on-invalid (search/structured.py); None: as upstream
         self.method = setup.method
         self.server_url = server_url
+        self.tool_probe = None  # the tool server's counts over a session (setup_facts.py)
+        self.tool_session: dict | None = None
         # tool-server client settings beyond the config's (tests: a short backoff)
         self.client_options = {"timeout_s": cfg.server_timeout, "attempts": cfg.server_attempts,
                                **(client_options or {})}
@@ -106,11 +108,12 @@ class Runner:
     # -- the tool server ------------------------------------------------------------------------------
     @contextlib.contextmanager
     def tool_server(self):
-        if self.server_url:
-            yield self.server_url
-            return
-        if self.cfg.server != "embedded":
-            yield self.cfg.server
+        from .setup_facts import ToolServerProbe
+
+        if self.server_url or self.cfg.server != "embedded":
+            url = self.server_url or self.cfg.server
+            self.tool_probe = ToolServerProbe([url] if isinstance(url, str) else list(url))
+            yield url
             return
         from toolbench_adapter.queries import resolve_root
         from toolbench_adapter.server.app import ServerConfig, build_virtual_server, create_app
@@ -119,6 +122,7 @@ class Runner:
         server = build_virtual_server(ServerConfig(
             cache_dir=self.cfg.cache_dir, tools_dir=self.cfg.tool_root, stb_root=resolve_root(self.cfg.stb_root),
             simulator=self.cfg.simulator, save=self.cfg.cache_dir is not None, compat=self.compat))
+        self.tool_probe = ToolServerProbe([], embedded=server, simulator=self.cfg.simulator)
         with EmbeddedServer(create_app(server)) as embedded:
             yield embedded.url
 
@@ -215,6 +219,7 @@ class Runner:
             stream = None
             try:
                 client.preflight()  # every --server URL answers /virtual, or exit 2 naming it, before any query
+                self.tool_probe.begin()  # the tool server's counts so far (setup_facts.py)
                 # the session is recorded only now: a refused preflight leaves no session that reads as interrupted
                 try:
                     write_json_atomic(self.run_dir / MANIFEST, manifest, fsync=True)
@@ -256,6 +261,8 @@ class Runner:
                 if stream is not None:
                     stream.close()  # after a second Ctrl-C: lets go of the queries in flight without waiting
                 client.close()
+                if self.tool_probe.begun:
+                    self.tool_session = self.tool_probe.session()  # this session's hits and misses
         self.appends.close()  # every query has ended: steps.jsonl is rewritten whole, in a stable order
         collect_steps(self.run_dir)
         remove_empty_dirs(self.run_dir / FAILED_DIR)  # redone failures leave their folders behind

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from toolbench_adapter.answers.convert import convert_folder
 from toolbench_adapter.errors import RUN_FOLDER_FIX, InputError
+from toolbench_adapter.evaluation.comparability import SETUP_FIELD, assess, line
 from toolbench_adapter.evaluation.evaluations import (
     TABLES_DIR,
     EvaluationWriter,
@@ -141,18 +142,23 @@ def evaluate_run(run_dir: str | Path, client, *, evaluator: str | None = None, e
                              "verdict): left out of every denominator (tba evaluate --score-anyway)")
             result.notes = notes
             parts = []
+            # against the leaderboard's setup: the run's recorded facts and this judge (comparability.py)
+            comparable, reasons = assess(manifest.get(SETUP_FIELD), identity.as_dict())
             # a leaderboard needs every judgement (and every query): otherwise only with score_anyway, marked
             if not result.judge_failures or score_anyway:
                 marked = {model: "; ".join(notes)} if notes else None
                 # the run's counts (counts.py) beside the scores: how many queries each cell's model answered
                 for board in tables.build_leaderboards(result.rows, scored_anyway=marked,
-                                                       counts={model: run_counts(run_dir)}):
+                                                       counts={model: run_counts(run_dir)},
+                                                       comparability={model: line(comparable, reasons)}):
                     result.boards.append(board)
                     result.written.extend(tables.write_leaderboard(board, writer.tables_dir))
                     parts.append(tables.to_markdown(board))
             result.evaluation_id = writer.finish(judgements=result.judgements, failed=result.judge_failures,
                                                  marks=notes, extra={"run_model": run_model_of(manifest),
-                                                                     "row": model})
+                                                                     "row": model, "comparability": {
+                                                                         "comparable": comparable,
+                                                                         "reasons": reasons}})
         except BaseException:
             writer.discard()
             raise

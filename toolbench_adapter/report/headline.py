@@ -18,7 +18,7 @@ PASS_RATE = "SoPR"
 
 def headline(run: RunData) -> dict:
     """{"queries", "finished", "outcome_unknown", "valid", "answered", "win", "infra", "infra_kinds",
-    "context_length", "sopr": {mode: ...}}; a mode's "mark" is † (and "markWhy" the reason) when its score is not that of a
+    "context_length", "sopr": {mode: ...}, "comparability"}; a mode's "mark" is † (and "markWhy" the reason) when its score is not that of a
     complete evaluation, as the tables mark the row."""
     counts = count(q.count_record() for q in run.queries)
     out = {
@@ -32,6 +32,8 @@ def headline(run: RunData) -> dict:
         "infra_kinds": dict(counts.infra_failures_by_kind),
         "context_length": counts.context_length,  # finished at the model's context limit (counts.DEFINITIONS)
         "sopr": {},
+        # against the StableToolBench leaderboard's setup, on every page's first screen (comparability.py)
+        "comparability": run.comparability(),
     }
     per_group = Counter(q.group for q in run.queries)
     for mode in (UPSTREAM, STRICT):

@@ -22,7 +22,7 @@ import toolbench_adapter
 from ..evaluation.evaluations import default_evaluation, is_self_judged_label
 from ..evaluation.storage import write_text_atomic
 from ..protocol.env import STATUS_NAMES
-from . import plots
+from . import axes, plots
 from .headline import facts, headline
 from .run_compare import compare_runs, summary
 from .run_data import RunData, load_run
@@ -119,7 +119,8 @@ def _run_payload(index: int, run: RunData, details: list[str]) -> dict:
         "facts": facts(run), "headline": headline(run), "judgeFailures": list(run.failed_judgements()),
         "evaluation": _evaluation_payload(run),
         "manifest": run.manifest, "judges": run.judges, "labelFiles": run.label_files, "groups": groups,
-        "boards": [{"caption": b.caption, "header": b.header(), "rows": b.body(), "footnote": b.footnote}
+        "boards": [{"caption": b.caption, "comparability": b.comparability_lines, "header": b.header(),
+                    "rows": b.body(), "footnote": b.footnote}
                    for b in run.boards()],
         "tax": {"errors": errors, "errorQueries": error_queries, "status": status, "statusQueries": status_queries},
         "errorKinds": sorted(error_queries),
@@ -143,6 +144,7 @@ def _evaluation_payload(run: RunData) -> dict | None:
     later = [{"id": r.id, "summary": r.summary()} for r in run.evaluations
              if not r.complete and r is not chosen and r.finished >= chosen.finished]
     return {"id": chosen.id, "status": chosen.status, "judge": chosen.judge, "why": why,
+            "model": (chosen.data.get("judge") or {}).get("model"),
             "selfJudged": chosen.self_judged or any(is_self_judged_label(judge) for judge in run.judges),
             "count": len(run.evaluations), "laterFailed": later,
             "others": [r.summary() for r in run.evaluations if r is not chosen]}
@@ -176,8 +178,16 @@ def _compare_payload(runs: list[RunData]) -> dict:
     positions = [{q.key: i for i, q in enumerate(run.queries)} for run in runs]
     rows = compare_runs(runs)
     groups = list(dict.fromkeys(g for run in runs for g in run.groups))
+    settings = [axes.settings_of(run.manifest) for run in runs]
+    judges = [axes.judge_text((run.evaluation.data.get("judge") or {}).get("model"), run.evaluation.judge,
+                              run.evaluation.self_judged) if run.evaluation is not None else "not judged"
+              for run in runs]
     return {
         "summary": summary(rows),
+        # what the runs differ in, named (axes.py), each run's value there, and whose labels each carries
+        "axes": [axes.axis_name(a) for a in axes.differing(settings)],
+        "settings": [{axes.axis_name(k): str(v) for k, v in s.items()} for s in settings],
+        "judges": axes.judges_line(judges),
         "groups": groups,
         "figs": [_figure("Pass rate per group, all runs", plots.pass_rate(runs), plots.pass_rate_why(runs))],
         "rows": [{"g": row.group, "id": row.query_id, "q": row.query, "rank": row.rank,

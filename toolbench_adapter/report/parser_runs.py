@@ -22,12 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import RUN_FOLDER_FIX, InputError
+from ..evaluation.comparability import NOT_RECORDED, run_line
 from ..evaluation.evaluations import EVAL_DIR, choose_evaluation, list_evaluations
 from ..evaluation.paired import mcnemar_exact, paired_bootstrap
 from ..evaluation.storage import read_label_file
 from ..fileio import read_json, write_text_atomic
 from ..protocol.env import STATUS_NAMES
 from ..runfolder import FANOUT, MANIFEST, STEPS
+from .axes import axes_text, axis_header, judge_text, judges_line, settings_of
 
 PASS_THRESHOLD = 0.5  # a query passes when its mean label points exceed this
 # what makes two step records "the same step": the rung tells whether the parser decoded the arguments
@@ -48,6 +50,9 @@ class RunVariant:
     steps: dict[QueryKey, list[dict]] = field(default_factory=dict)
     model: str | None = None  # the manifest's model: a row names the model and the parser
     evaluation: str | None = None  # whose labels: the evaluation's id (evaluations.py)
+    judge: str = "not recorded"  # that evaluation's judge, self-judged marked (axes.judge_text)
+    comparability: str = NOT_RECORDED  # its line against the StableToolBench leaderboard (comparability.py)
+    settings: dict = field(default_factory=dict)  # its value on each axis (axes.settings_of)
 
     @property
     def read_a_call(self) -> bool:
@@ -95,6 +100,9 @@ class RunComparison:
     passed: dict[str, int]
     paired: dict[str, PairedResult]
     not_applicable: list[str]
+    axes: list[str] = field(default_factory=lambda: ["parser"])  # what the runs differ in (axes.py)
+    # per run: its queries (judged, or with step records) that are not in every run: left out of every figure
+    left_out: dict[str, int] = field(default_factory=dict)
 
     def headline(self) -> str:
         if not self.paired:
@@ -159,8 +167,11 @@ def load_variant(path: Path, judge_id: str | None = None) -> RunVariant:
             if repeats:
                 scores[(labels.group, str(qid))] = statistics.fmean(label.points for label in repeats.values())
     dialect = manifest.get("dialect") or {}
+    judge = chosen.data.get("judge") or {}
     return RunVariant(path, parser, dialect.get("default_parser"), scores, read_steps(path / STEPS),
-                      model=manifest.get("model"), evaluation=chosen.id)
+                      model=manifest.get("model"), evaluation=chosen.id,
+                      judge=judge_text(judge.get("model"), chosen.judge, chosen.self_judged),
+                      comparability=run_line(manifest, judge), settings=settings_of(manifest))
 
 
 def read_steps(path: Path) -> dict[QueryKey, list[dict]]:
@@ -245,6 +256,8 @@ def compare_runs(variants: list[RunVariant], baseline: str | None = None, *, see
         raise InputError("the runs have no judged query in common", field="--runs",
                          fix="compare runs of the same queries, each evaluated")
     queries = sorted(common)
+    # runs of different query sets: every figure is over the shared queries; each run's others are counted
+    left_out = {p: len((set(v.scores) | set(v.steps)) - common) for p, v in by_parser.items()}
     passed = {p: sum(v.scores[q] > PASS_THRESHOLD for q in queries) for p, v in by_parser.items()}
     rates = {p: statistics.fmean(v.scores[q] for q in queries) * 100 for p, v in by_parser.items()}
     not_applicable = [p for p, v in by_parser.items() if p != baseline and not v.read_a_call and fold_no_call]
@@ -254,7 +267,7 @@ def compare_runs(variants: list[RunVariant], baseline: str | None = None, *, see
         if parser == baseline or parser in not_applicable:
             continue
         paired[parser] = _paired(base, variant, queries, seed, resamples)
-    return RunComparison(baseline, queries, by_parser, rates, passed, paired, not_applicable)
+    return RunComparison(baseline, queries, by_parser, rates, passed, paired, not_applicable, left_out=left_out)
 
 
 def _paired(base: RunVariant, variant: RunVariant, queries: list[QueryKey], seed: int,
@@ -332,14 +345,40 @@ def short_model(model: str | None) -> str:
     return str(model).rstrip("/").rsplit("/", 1)[-1] if model else "model?"
 
 
+def marks_lines(result: RunComparison) -> list[str]:
+    """The marks every comparison output carries: the judge (self-judged said), the evaluation, each run's line
+    against the StableToolBench leaderboard, what the runs differ in, and the queries left out of the figures."""
+    variants = list(result.variants.values())
+    evaluation = variants[0].evaluation
+    lines = [judges_line([v.judge for v in variants])
+             + (f" (evaluation {evaluation} of each run; --judge-id picks another)" if evaluation else "")]
+    comparability = list(dict.fromkeys(v.comparability for v in variants))
+    if len(comparability) == 1:
+        lines.append(comparability[0])
+    else:
+        lines += [f"{name}: {v.comparability}" for name, v in result.variants.items()]
+    lines.append(axes_text(result.axes))
+    lines.append(left_out_line(result))
+    return lines
+
+
+def left_out_line(result: RunComparison) -> str:
+    """``compared on the 20 queries every run has; left out: a 40, b 0`` (runs of different query sets)."""
+    n = len(result.queries)
+    text = f"compared on the {n} quer{'y' if n == 1 else 'ies'} every run has (judged)"
+    if any(result.left_out.values()):
+        text += "; left out, not in every run: " + ", ".join(
+            f"{name} {count}" for name, count in result.left_out.items())
+    return text
+
+
 def text_lines(result: RunComparison, max_flips: int = 10) -> list[str]:
-    judged = next(iter(result.variants.values())).evaluation
-    lines = [result.headline(), *([f"judged by: {judged} (each run's evaluation with that judge; --judge-id "
-                                    "picks another)"] if judged else []), ""]
+    lines = [result.headline(), *marks_lines(result), ""]
     models = {parser: short_model(variant.model) for parser, variant in result.variants.items()}
     width = max(len("model"), *map(len, models.values()))
-    names = max(14, *(len(parser) for parser in result.variants))  # runs named by their settings are longer
-    lines.append(f"{'model':<{width}}  {'parser':<{names}} {'pass rate':>9}  passed  (on {len(result.queries)} queries)")
+    header = axis_header(result.axes)
+    names = max(14, len(header), *(len(parser) for parser in result.variants))  # settings names are longer
+    lines.append(f"{'model':<{width}}  {header:<{names}} {'pass rate':>9}  passed  (on {len(result.queries)} queries)")
     for parser in result.variants:
         if parser in result.not_applicable:
             continue
@@ -367,20 +406,25 @@ def text_lines(result: RunComparison, max_flips: int = 10) -> list[str]:
 
 def write_run_comparison(result: RunComparison, out_dir: str | Path) -> list[Path]:
     out = Path(out_dir)
-    summary = ["# Parser variants on runs", "", *text_lines(result, max_flips=1000), "",
+    title = "Parser variants on runs" if result.axes == ["parser"] else f"Runs compared by {axis_header(result.axes)}"
+    summary = [f"# {title}", "", *text_lines(result, max_flips=1000), "",
                f"Pass rate: label points (Solved 1, Unsure 0.5) averaged over the judge repeats, on the queries "
                f"every run has labels for. A query passes when its mean exceeds {PASS_THRESHOLD}. Interval: "
                "paired bootstrap over queries (seeded); p: exact McNemar on the flips.", ""]
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["parser", "model", "queries", "pass_rate", "passed", "difference", "ci_low", "ci_high",
-                     "mcnemar_p", "flips_up", "flips_down", "applies"])
+    writer.writerow([axis_header(result.axes), "model", "queries", "pass_rate", "passed", "difference", "ci_low",
+                     "ci_high", "mcnemar_p", "flips_up", "flips_down", "applies", "left_out", "judge", "self_judged",
+                     "comparability"])
     for parser in result.variants:
         paired = result.paired.get(parser)
-        writer.writerow([parser, result.variants[parser].model or "", len(result.queries), f"{result.pass_rates[parser]:.2f}", result.passed[parser],
+        variant = result.variants[parser]
+        writer.writerow([parser, variant.model or "", len(result.queries), f"{result.pass_rates[parser]:.2f}",
+                         result.passed[parser],
                          *([f"{paired.difference:.2f}", f"{paired.low:.2f}", f"{paired.high:.2f}",
                             f"{paired.p_value:.6g}", paired.up, paired.down] if paired else [""] * 6),
-                         parser not in result.not_applicable])
+                         parser not in result.not_applicable, result.left_out.get(parser, 0), variant.judge,
+                         "self-judged" in variant.judge, variant.comparability])
     flips = [json.dumps({"parser": parser, "baseline": result.baseline, "group": f.key[0], "query_id": f.key[1],
                          "baseline_passed": f.baseline_passed, "variant_passed": f.variant_passed,
                          "divergence": f.divergence}, ensure_ascii=False)

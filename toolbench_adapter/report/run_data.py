@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ..answers.read import iter_answer_files, load_answer, split_file_name
 from ..errors import RUN_FOLDER_FIX, InputError
+from ..evaluation.comparability import run_line
 from ..evaluation.counts import count_by_group, is_answered
 from ..evaluation.evaluations import EVAL_DIR, EvaluationRecord, choose_evaluation, describe_choice
 from ..evaluation.labels import Label
@@ -106,7 +107,14 @@ class RunData:
     def boards(self) -> list[tables.Leaderboard]:
         # every row of a run's page is this run's: its counts tell the footnotes how many queries were answered
         counts = count_by_group(q.count_record() for q in self.queries)
-        return tables.build_leaderboards(self.score_rows, counts={row.model: counts for row in self.score_rows})
+        line = self.comparability()
+        return tables.build_leaderboards(self.score_rows, counts={row.model: counts for row in self.score_rows},
+                                         comparability={row.model: line for row in self.score_rows})
+
+    def comparability(self) -> str:
+        """The run's line against the StableToolBench leaderboard (evaluation/comparability.py): its manifest's
+        setup facts and the judge of the evaluation shown."""
+        return run_line(self.manifest, self.evaluation.data.get("judge") if self.evaluation is not None else None)
 
     def failed_judgements(self) -> tuple[int, int | None]:
         """(judgements that failed, judgements): JudgeError labels (the judge gave no verdict after its retries)

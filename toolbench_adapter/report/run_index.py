@@ -16,6 +16,7 @@ from pathlib import Path
 import toolbench_adapter
 
 from ..errors import InputError
+from ..evaluation.comparability import COMPARABLE
 from ..evaluation.storage import write_text_atomic
 from .headline import facts, headline
 from .html import _asset, render_page
@@ -83,7 +84,7 @@ def write_index(root: str | Path, out: str | Path | None = None, parser: str | N
 
 def render_index(entries: list[IndexEntry], base: Path, title: str) -> str:
     head = ["run", "model", "method", "dialect / parser", "date", "SoPR upstream", "SoPR strict",
-            "valid", "infrastructure failures", "queries"]
+            "valid", "infrastructure failures", "queries", "StableToolBench leaderboard"]
     rows = []
     for entry in entries:
         name = html.escape(entry.path.name)
@@ -96,7 +97,7 @@ def render_index(entries: list[IndexEntry], base: Path, title: str) -> str:
         cells = [f'<a href="{link}">{name}</a>', _text(f.get("model")), _text(f.get("method")),
                  _text(f"{f.get('dialect') or 'unknown'} / {f.get('parser') or 'unknown'}"), _text(f.get("date")),
                  _score(h, "upstream"), _score(h, "strict"), f'{h["valid"]} / {h["queries"]}', _infra(h),
-                 str(h["queries"])]
+                 str(h["queries"]), _comparable(h.get("comparability"))]
         classes = ["", "model"] + [""] * (len(cells) - 2)
         rows.append('<tr class="run">' + "".join(f'<td class="{k}">{c}</td>' if k else f"<td>{c}</td>"
                                                   for k, c in zip(classes, cells, strict=True)) + "</tr>")
@@ -123,6 +124,15 @@ def _score(h: dict, mode: str) -> str:
         return (f'{text} <span class="muted">({score["n"] - score["missing"]} of '
                 f'{score["n"]} test ids)</span>')
     return f'{text} <span class="muted">({score["n"]} of {score["N"]})</span>'
+
+
+def _comparable(line: str | None) -> str:
+    """"comparable" or "not comparable" with its reasons (evaluation/comparability.py)."""
+    if not line:
+        return '<span class="muted">not recorded</span>'
+    if line == COMPARABLE:
+        return "comparable"
+    return f'not comparable <span class="muted">({html.escape(line.split(": ", 1)[-1])})</span>'
 
 
 def _infra(h: dict) -> str:

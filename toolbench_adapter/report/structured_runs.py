@@ -19,8 +19,9 @@ from pathlib import Path
 from ..errors import InputError
 from ..fileio import read_json, write_text_atomic
 from ..runfolder import MANIFEST, QUERY_STATS, read_query_lines
-from ..structured.describe import is_upstream, policy_of
+from ..structured.describe import is_upstream
 from ..structured.rates import turn_figures
+from . import axes
 from .parser_runs import RunComparison, RunVariant, compare_runs, text_lines, write_run_comparison
 
 BASELINE_DIALECT = "toolllama"
@@ -42,11 +43,7 @@ class Figures:
 
 
 def settings_of(path: Path) -> dict:
-    manifest = read_json(path / MANIFEST)
-    config = manifest.get("config") or {}
-    dialect = manifest.get("dialect") or {}
-    return {"dialect": dialect.get("name") if isinstance(dialect, dict) else dialect,
-            "parser": manifest.get("parser"), **policy_of(config), "model": manifest.get("model")}
+    return axes.settings_of(read_json(path / MANIFEST))
 
 
 def shares_a_parser(variants: list[RunVariant]) -> bool:
@@ -55,18 +52,19 @@ def shares_a_parser(variants: list[RunVariant]) -> bool:
     return len(set(parsers)) < len(parsers)
 
 
+def differing(variants: list[RunVariant]) -> list[str]:
+    """The axes the runs differ in (axes.py), the method left to the row names' folder fallback."""
+    return axes.differing([settings_of(v.path) for v in variants])
+
+
 def labels(variants: list[RunVariant]) -> list[str]:
-    """Each run named by the settings in which the runs differ (the folder name when none does)."""
+    """Each run named by its values on the axes in which the runs differ (the folder name when none does)."""
     settings = [settings_of(v.path) for v in variants]
-    differing = [key for key in ("model", "dialect", "parser", "constrain", "on_invalid")
-                 if len({str(s[key]) for s in settings}) > 1]
-    if "dialect" in differing and "parser" in differing and all(
-            v.parser == v.default_parser for v in variants):
-        differing.remove("parser")  # each run reads its dialect with the dialect's own parser
+    found = axes.differing(settings)
     names = []
     for variant, setting in zip(variants, settings, strict=True):
-        parts = [str(setting[k]) if k in ("model", "dialect", "parser") else f"{k.replace('_', '-')}={setting[k]}"
-                 for k in differing]
+        parts = [str(setting[k]) if k in ("model", "method", "dialect", "parser") else f"{axes.axis_name(k)}={setting[k]}"
+                 for k in found]
         names.append(" ".join(parts) or variant.path.name)
     if len(set(names)) < len(names):
         names = [f"{name} ({variant.path.name})" for name, variant in zip(names, variants, strict=True)]
@@ -82,9 +80,15 @@ def baseline_of(variants: list[RunVariant]) -> str:
     return (react or upstream)[0].parser
 
 
-def figures_of(variant: RunVariant) -> Figures:
-    turns = turn_figures(record for records in variant.steps.values() for record in records)
+def figures_of(variant: RunVariant, queries: list | None = None) -> Figures:
+    """``queries``: the (group, id) keys every run has: a run's other queries are left out of its figures, as
+    they are of its pass rate (runs of different query sets never mix counts in a row)."""
+    keep = set(queries) if queries is not None else None
+    turns = turn_figures(record for key, records in variant.steps.items() if keep is None or key in keep
+                         for record in records)
     lines = read_query_lines(variant.path / QUERY_STATS) if (variant.path / QUERY_STATS).exists() else []
+    if keep is not None:
+        lines = [line for line in lines if (str(line.get("group")), str(line.get("query_id"))) in keep]
     queries = len(lines) or 1
     return Figures(turns=turns.turns, valid_turns=turns.valid_turns, queries=len(lines),
                    valid=sum(bool(line.get("valid_data")) for line in lines),
@@ -100,11 +104,17 @@ def compare(variants: list[RunVariant], baseline: str | None = None, *, seed: in
         raise InputError(f"baseline {baseline!r} is not one of the runs ({', '.join(v.parser for v in named)})",
                          field="--baseline", fix="pass one of the names above, quoted")
     result = compare_runs(named, baseline or baseline_of(named), seed=seed, fold_no_call=False)
-    return result, {v.parser: figures_of(v) for v in named}
+    result.axes = differing(variants) or ["run"]
+    return result, {v.parser: figures_of(v, result.queries) for v in named}
 
 
 HEADER = ["run", "valid turns", "valid answers", "calls/query", "tokens/query", "s/query", "pass rate",
           "vs baseline (95% CI)", "flips up/down"]
+
+
+def header(result: RunComparison) -> list[str]:
+    """HEADER with the first column named by the axis the runs differ in (constrain, dialect, ...)."""
+    return [axes.axis_header(result.axes), *HEADER[1:]]
 
 
 def table_rows(result: RunComparison, figures: dict[str, Figures]) -> list[list[str]]:
@@ -122,13 +132,13 @@ def table_rows(result: RunComparison, figures: dict[str, Figures]) -> list[list[
 
 
 def markdown_table(result: RunComparison, figures: dict[str, Figures]) -> str:
-    lines = ["| " + " | ".join(HEADER) + " |", "|" + "|".join("---" for _ in HEADER) + "|"]
+    lines = ["| " + " | ".join(header(result)) + " |", "|" + "|".join("---" for _ in HEADER) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in table_rows(result, figures)]
     return "\n".join(lines)
 
 
 def text_table(result: RunComparison, figures: dict[str, Figures]) -> list[str]:
-    rows = [HEADER, *table_rows(result, figures)]
+    rows = [header(result), *table_rows(result, figures)]
     widths = [max(len(row[i]) for row in rows) for i in range(len(HEADER))]
     return ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows]
 
@@ -156,15 +166,17 @@ def write(result: RunComparison, figures: dict[str, Figures], out_dir: str | Pat
     written = write_run_comparison(result, out)
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["run", "model_turns", "valid_turns", "queries", "valid_answers", "calls_per_query",
-                     "tokens_per_query", "seconds_per_query", "pass_rate", "difference", "ci_low", "ci_high",
-                     "flips_up", "flips_down"])
+    writer.writerow([axes.axis_header(result.axes), "model_turns", "valid_turns", "queries", "valid_answers",
+                     "calls_per_query", "tokens_per_query", "seconds_per_query", "pass_rate", "difference", "ci_low",
+                     "ci_high", "flips_up", "flips_down", "left_out", "judge", "self_judged", "comparability"])
     for name in result.variants:
-        f, paired = figures[name], result.paired.get(name)
+        f, paired, variant = figures[name], result.paired.get(name), result.variants[name]
         writer.writerow([name, f.turns, f.valid_turns, f.queries, f.valid, f"{f.calls_per_query:.2f}",
                          f"{f.tokens_per_query:.1f}", f"{f.seconds_per_query:.2f}", f"{result.pass_rates[name]:.2f}",
                          *([f"{paired.difference:.2f}", f"{paired.low:.2f}", f"{paired.high:.2f}", paired.up,
-                            paired.down] if paired else [""] * 5)])
+                            paired.down] if paired else [""] * 5),
+                         result.left_out.get(name, 0), variant.judge, "self-judged" in variant.judge,
+                         variant.comparability])
     summary = ["# Runs compared", "", f"Baseline: {result.baseline} (the upstream setting).", "",
                markdown_table(result, figures), "",
                "valid turns: model turns (re-asks included) whose calls all name a listed function with arguments "

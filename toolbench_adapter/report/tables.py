@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..evaluation.aggregates import is_scored, no_score_reason, plural
+from ..evaluation.comparability import NOT_RECORDED
 from ..evaluation.counts import Counts
 from ..evaluation.evaluations import SELF_JUDGED, is_self_judged_label
 from ..evaluation.results import ScoreRow
@@ -63,6 +64,19 @@ class Leaderboard:
     judges: list[str]
     rows: list[BoardRow]
     marks: list[str] = field(default_factory=list)  # footnotes of marked rows (SCORED_ANYWAY)
+    # row name -> "comparable with the StableToolBench leaderboard: yes" / "not comparable ...: reasons"
+    comparability: dict[str, str] = field(default_factory=dict)
+
+    def comparability_of(self, row: BoardRow) -> str:
+        return self.comparability.get(row.name, NOT_RECORDED)
+
+    @property
+    def comparability_lines(self) -> list[str]:
+        """One line when every row stands alike (the usual single run), else one per row, named."""
+        lines = [self.comparability_of(row) for row in self.rows]
+        if len(set(lines)) <= 1:
+            return lines[:1] or [NOT_RECORDED]
+        return [f"{row.name}: {text}" for row, text in zip(self.rows, lines, strict=True)]
 
     @property
     def with_std(self) -> bool:
@@ -149,14 +163,17 @@ def failed_judgements_text(errors: int) -> str:
 
 
 def build_leaderboards(rows: list[ScoreRow], scored_anyway: dict[str, str] | None = None,
-                       counts: dict[str, dict[str, Counts]] | None = None) -> list[Leaderboard]:
+                       counts: dict[str, dict[str, Counts]] | None = None,
+                       comparability: dict[str, str] | None = None) -> list[Leaderboard]:
     """``scored_anyway``: model -> why its rows are marked (a run scored with infrastructure failures): the
     row name gets SCORED_ANYWAY and the board a footnote saying why; a row whose scores left failed judgements
     out (``Score.errors``: a score file written with --score-anyway) is marked the same way without being told.
     A row judged by the run's own model (its judge label says self-judged) carries "(self-judged)" in its name.
     ``counts``: model -> group -> the run's query counts (counts.count_by_group), for footnotes that say how
-    many queries were answered."""
+    many queries were answered. ``comparability``: model -> its line (evaluation/comparability.py); a row
+    without one (score or label files) says its setup is not recorded."""
     scored_anyway = scored_anyway or {}
+    comparability = comparability or {}
     counts = counts or {}
     # failed judgements left out of a row's cells (a score file written with --score-anyway): the row is marked
     failed: Counter = Counter()
@@ -184,13 +201,15 @@ def build_leaderboards(rows: list[ScoreRow], scored_anyway: dict[str, str] | Non
         if target is None:
             target = BoardRow(name, model=row.model, counts=counts.get(row.model))
             board.rows.append(target)
+            if row.model in comparability:
+                board.comparability[name] = comparability[row.model]
         target.cells[row.group] = row.score  # a later file for the same cell wins
     return list(boards.values())
 
 
 def to_markdown(board: Leaderboard) -> str:
     header = board.header()
-    lines = [f"**{board.caption}**", "", "| " + " | ".join(header) + " |",
+    lines = [f"**{board.caption}**", "", *board.comparability_lines, "", "| " + " | ".join(header) + " |",
              "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(cells) + " |" for cells in board.body()]
     if board.footnote:
@@ -199,17 +218,17 @@ def to_markdown(board: Leaderboard) -> str:
 
 
 def to_csv(board: Leaderboard) -> str:
-    """The cells (a cell without a score is empty), then metric, mode, judge, each cell's denominator n and
-    how many groups the Average averages."""
+    """The cells (a cell without a score is empty), then metric, mode, judge, each cell's denominator n, how
+    many groups the Average averages and the row's comparability line."""
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow(board.header() + ["metric", "mode", "judge"] + [f"n {GROUP_LABELS[g]}" for g in COLUMNS]
-                    + ["groups averaged"])
+                    + ["groups averaged", "comparability"])
     judge = "; ".join(board.judges)
     for row, cells in zip(board.rows, board.body(), strict=True):
         denominators = [str(row.cells[g].n) if g in row.cells else "" for g in COLUMNS]
         writer.writerow([c if c != MISSING else "" for c in cells] + [board.metric, board.mode, judge]
-                        + denominators + [str(len(row.scored))])
+                        + denominators + [str(len(row.scored)), board.comparability_of(row)])
     return buffer.getvalue()
 
 
@@ -226,7 +245,8 @@ def to_latex(board: Leaderboard) -> str:
              r"\toprule", " & ".join(_latex_escape(h) for h in header) + r" \\", r"\midrule"]
     lines += [" & ".join(_latex_escape(c) for c in cells) + r" \\" for cells in board.body()]
     # the footnotes travel with the table, one sentence each
-    caption = " ".join(note if note.endswith(".") else note + "." for note in [board.caption, *board.footnotes()])
+    caption = " ".join(note if note.endswith(".") else note + "."
+                       for note in [board.caption, *board.comparability_lines, *board.footnotes()])
     lines += [r"\bottomrule", r"\end{tabular}", r"\caption{" + _latex_escape(caption) + "}",
               r"\end{table}"]
     return "\n".join(lines) + "\n"

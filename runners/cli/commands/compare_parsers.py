@@ -29,7 +29,12 @@ Runs that share a parser and differ in their dialect, --constrain or --on-invali
 are named by those settings instead; a table comes first: per run, the valid-call rate per model turn, valid
 answers, model calls, tokens and seconds per query, the pass rate and, against the upstream setting
 (--constrain off, --on-invalid observe; toolllama first), the paired 95% interval and the flips. runs.md and
-runs.csv hold it. --baseline then takes a run's name as printed."""
+runs.csv hold it. --baseline then takes a run's name as printed.
+
+Every output (stdout, summary.md, runs.md, the CSVs) names the judge (self-judged said), each run's line
+against the StableToolBench leaderboard's setup, what the runs differ in (the first column is named by it:
+parser, dialect, constrain, on-invalid, model) and the queries compared: runs of different query sets are
+compared on the queries every run has judged, each run's others counted as left out, never mixed in a row."""
 
 
 def register(subparsers) -> None:
@@ -78,10 +83,12 @@ def run_on_runs(args) -> int:
         text_lines,
         write_run_comparison,
     )
-    from toolbench_adapter.report.structured_runs import shares_a_parser
+    from toolbench_adapter.report.structured_runs import differing, shares_a_parser
 
     variants = load_variants(expand_run_paths(args.runs), args.judge_id)  # one judge's labels for every run
-    if shares_a_parser(variants):  # runs that differ in dialect, --constrain or --on-invalid
+    # runs that differ in dialect, --constrain or --on-invalid (or in more than the parser): each named by the
+    # settings it differs in, never "constrain=schema" under a parser heading
+    if shares_a_parser(variants) or differing(variants) not in (["parser"], []):
         return run_on_settings(variants, args)
     result = compare_runs(variants, args.baseline, seed=args.seed)
     written = write_run_comparison(result, args.out)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 
 from toolbench_adapter.errors import InputError
 from toolbench_adapter.evaluation import published
@@ -35,6 +36,9 @@ G1_instruction. --labels DIR...: any label set, laid out as
   {LAYOUTS[0]}
   {LAYOUTS[1]}
   {LAYOUTS[2]}
+A run folder (or its RUN/eval/ID) among them: that evaluation's labels; beside published tables its row goes
+with its line against the leaderboard's setup ("comparable with the StableToolBench leaderboard: yes", or "not
+comparable ...:" and why).
 
 --published FILE|FILE#N|stb|toolbench|all: published tables compared cell by cell: published, reproduced,
 difference, and exact / within rounding (at most one unit of the last printed digit) / differs, with "K of M
@@ -88,6 +92,32 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
+def run_evaluations(sources: list[str]) -> tuple[list[str], list[str]]:
+    """--labels with run folders or their evaluation folders (RUN/eval/ID): each run folder stands for its
+    latest complete evaluation's labels; each gets its comparability line (evaluation/comparability.py)."""
+    from toolbench_adapter.evaluation.comparability import run_line
+    from toolbench_adapter.evaluation.evaluations import RECORD, choose_evaluation
+    from toolbench_adapter.fileio import read_json
+    from toolbench_adapter.runfolder import MANIFEST
+
+    paths, lines = [], []
+    for source in sources:
+        path = Path(source)
+        if (path / MANIFEST).is_file():
+            chosen, _ = choose_evaluation(path)
+            if chosen is None:
+                raise InputError("the run has no complete evaluation", path=path, fix=f"run tba evaluate {path}")
+            path, run_dir, judge = chosen.eval_dir, Path(source), chosen.data.get("judge")
+        elif (path / RECORD).is_file() and (path.parent.parent / MANIFEST).is_file():
+            run_dir, judge = path.parent.parent, read_json(path / RECORD).get("judge")
+        else:
+            paths.append(source)
+            continue
+        paths.append(str(path))
+        lines.append(f"{run_dir} (the run's labels, {path.name}): {run_line(read_json(run_dir / MANIFEST), judge)}")
+    return paths, lines
+
+
 def run(args: argparse.Namespace) -> int:
     tables = published.load_all(args.published, args.published_metric)
     if args.check_only:
@@ -98,7 +128,9 @@ def run(args: argparse.Namespace) -> int:
         print(published.averages_text(tables), end="")
         return 0
     root = args.stb_root or os.environ.get("TBA_STB_ROOT")
+    lines: list[str] = []  # a run's evaluation among --labels: its comparability line goes with its row
     if args.labels:
+        args.labels, lines = run_evaluations(args.labels)
         ids = args.test_ids or default_test_ids(root)
         result = reproduce_labels(args.labels, ids, evaluate_times=args.evaluate_times)
     else:
@@ -117,6 +149,8 @@ def run(args: argparse.Namespace) -> int:
     print(report_text(result), end="")
     if tables:
         print()
+        # a run's row beside the published rows only with its line against the leaderboard's setup
+        print("".join(line + "\n\n" for line in lines), end="")
         print(published_text(comparisons), end="")
         if result.example:
             print(example_note(result, comparisons), end="")

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from toolbench_adapter.errors import RUN_FOLDER_FIX, InputError
+from toolbench_adapter.evaluation.comparability import run_line
 from toolbench_adapter.evaluation.evaluations import choose_evaluation, describe_choice, refuse_mixed
 from toolbench_adapter.evaluation.results import (
     is_score_file,
@@ -14,8 +15,9 @@ from toolbench_adapter.evaluation.results import (
     rows_from_labels,
 )
 from toolbench_adapter.evaluation.storage import write_text_atomic
+from toolbench_adapter.fileio import read_json
 from toolbench_adapter.report import tables, taxonomy
-from toolbench_adapter.runfolder import run_counts
+from toolbench_adapter.runfolder import MANIFEST, run_counts
 
 from ._common import JUDGE_FAILURES_EXIT
 
@@ -41,7 +43,10 @@ RESULTS may be, in any mix:
                    answered, win). A run whose evaluations all failed gets no row: exit 3 with the command
                    that redoes its failed judgements.
 A row whose score left failed judgements out (a score file written with --score-anyway) is marked † with
-a footnote; a row judged by the run's own model (tba evaluate --judge-self) reads "(self-judged)"."""
+a footnote; a row judged by the run's own model (tba evaluate --judge-self) reads "(self-judged)".
+Every table carries a line against the StableToolBench leaderboard's setup (toolbench_adapter/evaluation/
+comparability.py): "comparable with the StableToolBench leaderboard: yes", or "not comparable ...:" and the
+reasons (queries, tool documents, tool responses, judge, method); score and label files: "setup not recorded"."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -61,11 +66,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    rows, runs, counts, unfinished = [], [], {}, []
+    rows, runs, counts, unfinished, comparable = [], [], {}, [], {}
     for item in map(Path, args.results):
         if item.is_dir() and (item / taxonomy.STEPS_FILE).exists():
             runs.append(item)
-            found = run_rows(item, args.judge_id, unfinished)
+            found = run_rows(item, args.judge_id, unfinished, comparable)
             rows.extend(found)
             counts.update({row.model: run_counts(item) for row in found})
         elif is_score_file(item):
@@ -78,9 +83,11 @@ def run(args: argparse.Namespace) -> int:
                              fix=f"{RUN_FOLDER_FIX}; or a score file or label files (tba table --help)")
     renamed = relabel(rows, args.model_label)
     counts = {new.model: counts[old.model] for old, new in zip(rows, renamed, strict=True) if old.model in counts}
+    comparable = {new.model: comparable[old.model] for old, new in zip(rows, renamed, strict=True)
+                  if old.model in comparable}
     rows = renamed
     out = Path(args.out)
-    for board in tables.build_leaderboards(rows, counts=counts):
+    for board in tables.build_leaderboards(rows, counts=counts, comparability=comparable):
         written = tables.write_leaderboard(board, out, png=not args.no_png)
         print(tables.to_markdown(board))
         print("written: " + ", ".join(str(p) for p in written) + "\n")
@@ -99,20 +106,25 @@ def run(args: argparse.Namespace) -> int:
     return JUDGE_FAILURES_EXIT if unfinished else 0
 
 
-def run_rows(run_dir: Path, judge_id: str | None, unfinished: list) -> list:
+def run_rows(run_dir: Path, judge_id: str | None, unfinished: list, comparable: dict | None = None) -> list:
     """The score rows of a run folder's evaluation: ``judge_id``'s, else the latest complete one (evaluations.py),
-    named on stdout with the others; a run whose evaluations all failed joins ``unfinished``."""
+    named on stdout with the others and its comparability line (``comparable``: model -> line, filled); a run
+    whose evaluations all failed joins ``unfinished``."""
     chosen, records = choose_evaluation(run_dir, judge_id)
     print(f"{run_dir}: {describe_choice(chosen, records)}")
     if chosen is None:
         if records:
             unfinished.append((run_dir, records[-1]))
         return []
+    text = run_line(read_json(run_dir / MANIFEST), chosen.data.get("judge"))  # printed with the tables
     scores = [path for path in chosen.score_files() if is_score_file(path)]
     if scores:
-        return [row for path in scores for row in read_score_file(path)]
-    # a failed evaluation chosen by --judge-id wrote no score file: its labels, failed judgements left out (†)
-    return [row for path in chosen.label_files() if path.suffix == ".json" for row in rows_from_label_file(path)]
+        rows = [row for path in scores for row in read_score_file(path)]
+    else:  # a failed evaluation chosen by --judge-id wrote no score file: its labels, failed judgements left out (†)
+        rows = [row for path in chosen.label_files() if path.suffix == ".json" for row in rows_from_label_file(path)]
+    if comparable is not None:
+        comparable.update({row.model: text for row in rows})
+    return rows
 
 
 def relabel(rows: list, labels: list[str]) -> list:

@@ -218,6 +218,8 @@
         "judgements where the judge gave no verdict after its retries (label JudgeError)", "judge-failures", jf[0] ? "bad" : ""));
     }
     box.appendChild(cards);
+    // against the StableToolBench leaderboard's setup (evaluation/comparability.py): on every first screen
+    if (h.comparability) box.appendChild(el("p", {cls: /^comparable/.test(h.comparability) ? "meta" : "warning", id: "comparability", text: h.comparability}));
     var marked = ["upstream", "strict"].map(function (mode) { return sopr[mode]; }).filter(function (s) { return s && s.mark; });
     if (marked.length) box.appendChild(el("p", {cls: "meta", id: "sopr-mark", text: marked[0].mark + " SoPR: " + marked[0].markWhy}));
     // evaluations are kept apart per judge (evaluation/evaluations.py): say whose labels these are
@@ -270,6 +272,7 @@
   function boardView(board) {
     var wrap = el("div");
     wrap.appendChild(el("p", {cls: "meta", text: board.caption}));
+    (board.comparability || []).forEach(function (line) { wrap.appendChild(el("p", {cls: "meta comparability", text: line})); });
     wrap.appendChild(el("table", {cls: "board"},
       el("tr", null, board.header.map(function (h, i) { return el("th", {cls: i ? "num" : "", text: h}); })),
       board.rows.map(function (row) { return el("tr", null, row.map(function (c, i) { return el("td", {cls: i ? "num" : "", text: c}); })); })));
@@ -615,10 +618,16 @@
     var cmp = DATA.compare;
     var root = el("div", {id: "compare"});
     root.appendChild(section("Comparison of " + DATA.runs.length + " runs"));
+    // what the runs differ in, named as such (parser, dialect, constrain, on-invalid, model, ...), and whose labels
+    root.appendChild(el("p", {cls: "meta", id: "compare-axes", text: (cmp.axes && cmp.axes.length ? "the runs differ in: " + cmp.axes.join(", ") : "the runs differ in none of model, dialect, parser, constrain, on-invalid, method") + "; " + cmp.judges}));
     root.appendChild(el("table", {cls: "kv"}, DATA.runs.map(function (run, i) {
       var h = run.headline || {}, up = (h.sopr || {}).upstream;
+      var ev = run.evaluation, judge = ev ? "judge " + (ev.model || ev.judge) + (ev.selfJudged ? " (self-judged)" : "") : "not judged";
+      var differs = (cmp.axes || []).map(function (a) { return a + " " + ((cmp.settings[i] || {})[a] || "?"); }).join(", ");
       return el("tr", null, el("td", {text: "run " + (i + 1)}), el("td", null, el("a", {href: "#run=" + i, text: run.name}),
-        " · " + h.queries + " queries · " + (up ? "SoPR upstream " + up.text + (up.mark ? " " + up.mark + " (" + up.markWhy + ")" : "") : "unjudged") + " · parser " + (run.parser || "?")),
+        " · " + h.queries + " queries · " + (up ? "SoPR upstream " + up.text + (up.mark ? " " + up.mark + " (" + up.markWhy + ")" : "") : "unjudged") +
+        " · " + judge + (differs ? " · " + differs : ""),
+        el("div", {cls: "muted comparability", text: h.comparability || ""})),
         el("td", {cls: "path muted", text: run.path}));
     })));
     var s = cmp.summary;
