@@ -16,6 +16,7 @@ from toolbench_adapter.errors import InputError
 from toolbench_adapter.runfolder import MANIFEST, summarize
 
 from ..config import RunConfig
+from ..models.base import weights_of
 
 
 def iso_time(seconds: float) -> str:
@@ -59,6 +60,9 @@ def build_manifest(run: Any, previous: dict | None, started: float | None = None
         "name": cfg.name,
         "config": cfg.as_dict(),
         "model": run.effective_model(),
+        # the weights behind it (a local model's path, or GET /models "root" of a server): a judge serving the
+        # same weights under another name is still the run's own model (evaluations.same_weights)
+        "weights": weights_of(run.backend),
         "backend": cfg.backend,
         "dialect": run.dialect.describe(),
         "parser": run.parser_name,
