@@ -179,7 +179,11 @@ def print_limits(cfg: RunConfig, max_tokens_from: str | None, setup=None) -> Non
     from ...execution.preflight import make_backend, prepare, stop_strings
     from ...models.openai_http import OPENAI_BACKENDS
 
-    setup = setup or prepare(cfg, make_backend(cfg))
+    if setup is None:
+        try:
+            setup = prepare(cfg, make_backend(cfg))
+        except (InputError, ValueError, TypeError):
+            return  # the run's own checks say what is wrong, in their order
     source = max_tokens_from or ("the default: the server lists no limit for the model"
                                  if cfg.backend in OPENAI_BACKENDS else "the default")
     stops = stop_strings(setup.backend, setup.dialect)
