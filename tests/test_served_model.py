@@ -11,6 +11,7 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 import requests
 
 from runners.cli import main
@@ -160,3 +161,25 @@ def test_the_same_weights_under_another_served_name_are_the_runs_own_model(tmp_p
         assert main([*args, "--judge-self"]) == 0
     evaluation = json.loads(next((run_dir / "eval").glob("*/evaluation.json")).read_text())
     assert evaluation["judge"]["self_judged"] is True
+
+
+@pytest.mark.slow
+def test_smollm2_served_judges_one_answer_with_a_valid_verdict():
+    """The real model behind the server: auto settles on json, constrained, and the verdict is one of the labels."""
+    from runners.models.hf import HFBackend
+    from toolbench_adapter.evaluation.chat import OpenAIChatClient
+    from toolbench_adapter.evaluation.evaluator import load_evaluator
+    from toolbench_adapter.evaluation.judge import judge_answer
+    from toolbench_adapter.evaluation.labels import Label
+    from toolbench_adapter.evaluation.preflight import prepare_judge
+
+    answer = {"method": "CoT@1", "total_steps": 1, "final_answer": "It is 21 degrees in Lisbon.",
+              "answer_details": [{"role": "tool", "message": {"name": "Finish", "arguments": {
+                  "return_type": "give_answer", "final_answer": "It is 21 degrees in Lisbon."}, "response": ""},
+                  "next": []}]}
+    with LoopbackServer(build_app(HFBackend(), served_name="judge")) as server:
+        judge = prepare_judge(OpenAIChatClient(server.url, "judge"), load_evaluator(None, []), "auto",
+                              warn=lambda text: None, max_tokens=96)
+        assert judge.mode == "json" and judge.constrain
+        assert judge_answer(judge, "What is the weather in Lisbon?", answer).label in set(Label)
+        assert judge.malformed == 0

@@ -18,8 +18,8 @@ through transformers (converted once into .cache/models, never downloaded).
 Generation limits: the model config's max_tokens (--config; the default model: runners/configs/smollm2.yaml,
 256) is listed in GET /v1/models and is the default of a request that gives none; a tba run against this
 server that sets no max_tokens of its own uses it, and prints it. As a judge (tba evaluate --judge-url URL
---judge-model NAME): the judge's verdict is decoded under its JSON schema here (structured_outputs), so a small
-model writes a valid verdict; the weights served are listed (root), so the run's own model under another
+--judge-model NAME; --judge-mode auto): the verdict is decoded under its JSON schema here (structured_outputs),
+so even a 135M model's verdict is valid JSON with one of the labels; the weights served are listed (root), so the run's own model under another
 served name is still known as self-judged."""
 
 
