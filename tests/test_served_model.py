@@ -138,8 +138,7 @@ def test_serve_model_judges_with_the_verdict_constrained(tmp_path, capsys):
     assert "constrained (the endpoint lists structured_outputs" in out
     asked = [r for r in judge.requests if "tba-judge-preflight" not in json.dumps(r.messages)]
     assert asked and all(r.extra.get("constraint") is not None for r in asked)
-    evaluation = next((run_dir / "eval").iterdir())
-    assert evaluation.name.endswith("-json-constrained-x1")
+    [evaluation] = (run_dir / "eval").glob("*-json-constrained-x1")
     record = json.loads((evaluation / "evaluation.json").read_text())
     assert (record["status"], record["judgements"], record["failed_judgements"]) == ("complete", 1, 0)
 

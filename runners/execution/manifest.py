@@ -60,9 +60,6 @@ def build_manifest(run: Any, previous: dict | None, started: float | None = None
         "name": cfg.name,
         "config": cfg.as_dict(),
         "model": run.effective_model(),
-        # the weights behind it (a local model's path, or GET /models "root" of a server): a judge serving the
-        # same weights under another name is still the run's own model (evaluations.same_weights)
-        "weights": weights_of(run.backend),
         "backend": cfg.backend,
         "dialect": run.dialect.describe(),
         "parser": run.parser_name,
@@ -70,6 +67,9 @@ def build_manifest(run: Any, previous: dict | None, started: float | None = None
         "code_version": run_code_version(run),
         "seed": cfg.seed,
     })
+    weights = weights_of(run.backend)
+    if weights:  # a local model's path, or a server's GET /models "root": a judge serving the same weights under
+        manifest["weights"] = weights  # another name is still the run's own model (evaluations.same_weights)
     if started is not None:
         manifest.setdefault("sessions", []).append({"started": iso_time(started), "command": run.command})
     if (finished is not None or ended is not None) and manifest.get("sessions"):
