@@ -37,6 +37,7 @@ from .queries import is_group_name
 from .runfolder import ERRORS, FAILED_DIR, MANIFEST, QUERY_STATS, STEPS, STEPS_DIR
 
 _MAX_DEPTH = 6
+MESSAGE_PARSER = "openai-tools"  # the parser that reads assistant messages (native tool calls), not text
 
 
 @dataclass
@@ -202,8 +203,12 @@ def outputs_from_records(records: list[dict], run_name: str) -> tuple[list[Model
         if record.get(OUTPUT_TOOL_CALLS):
             message["tool_calls"] = record[OUTPUT_TOOL_CALLS]
         text = record[OUTPUT] if isinstance(record[OUTPUT], str) else message_text(message)
+        # an assistant message only where the run read one (native tool calls): a text model's output is
+        # plain text, which the message parser (openai-tools) does not apply to
+        native = record["parser"] == MESSAGE_PARSER or "tool_calls" in message
         outputs.append(ModelOutput(
-            source=f"{run_name}/{key[0]}/{key[1]}_{key[2]}#turn{key[3]}", text=text, message=message,
+            source=f"{run_name}/{key[0]}/{key[1]}_{key[2]}#turn{key[3]}", text=text,
+            message=message if native else None,
             recorded={"parser": record["parser"], "error": record.get("error"), "rung": record.get("rung")}))
     return outputs, missing
 

@@ -18,6 +18,7 @@ from toolbench_adapter.runfolder import MANIFEST, summarize
 from ..config import RunConfig
 from .setup_facts import FIELD as SETUP_FIELD
 from .setup_facts import setup_facts
+from ..models.base import weights_of
 
 
 def iso_time(seconds: float) -> str:
@@ -71,6 +72,9 @@ def build_manifest(run: Any, previous: dict | None, started: float | None = None
     identity = getattr(run, "identity", None)
     if identity is not None:  # the queries (identity.py): the data root used now, each selected query's digest
         manifest["queries"] = identity.record(manifest)
+    weights = weights_of(run.backend)
+    if weights:  # a local model's path, or a server's GET /models "root": a judge serving the same weights under
+        manifest["weights"] = weights  # another name is still the run's own model (evaluations.same_weights)
     if started is not None:
         manifest.setdefault("sessions", []).append({"started": iso_time(started), "command": run.command,
                                                     **({"stb_root": str(identity.root)} if identity else {})})

@@ -69,6 +69,14 @@ def check_backend_takes(backend: Any, dialect: Any, backend_name: str) -> None:
                          fix="pass a text dialect (--dialect toolllama, json-object, jsonl or hermes)")
 
 
+def stop_strings(backend: Any, dialect: Any) -> list[str]:
+    """The stop strings a turn's request carries: the backend's own (openai-completions: upstream's "</s>"),
+    then the dialect's (toolllama: "</s>", and the next step's markers with stop_at_next_step)."""
+    own = getattr(backend, "stop", ()) or ()
+    listed = getattr(dialect, "stop_strings", None)
+    return list(dict.fromkeys([*([own] if isinstance(own, str) else own), *(listed() if listed else [])]))
+
+
 def make_backend(cfg: RunConfig):
     options = {k: v for k, v in (("model", cfg.model), ("base_url", cfg.base_url), ("api_key", cfg.api_key))
                if v is not None}

@@ -25,6 +25,7 @@ from toolbench_adapter.evaluation.evaluations import (
     EvaluationWriter,
     JudgeIdentity,
     default_evaluation,
+    is_own_model,
     list_evaluations,
     run_endpoints_of,
     run_model_of,
@@ -80,15 +81,17 @@ def safe_name(text: str) -> str:
 
 
 def refuse_self_judging(client, manifest: dict, judge_self: bool) -> None:
-    """A judge that is the run's own model (the same model name: evaluations.same_model) is refused, exit 2
-    naming --judge-self, unless asked for; the local 135M judge (a pipeline check, labelled so) is let through."""
+    """A judge that is the run's own model (the same model name, or the same weights under another served name:
+    evaluations.is_own_model) is refused, exit 2 naming --judge-self, unless asked for; the local 135M judge (a
+    pipeline check, labelled so) is let through."""
     judge_model = getattr(client, "model", None) or getattr(client, "name", None)
     run_model = run_model_of(manifest)
-    if judge_self or getattr(client, "judge_note", None) or not same_model(run_model, judge_model):
+    if judge_self or getattr(client, "judge_note", None) or not is_own_model(manifest, client, judge_model):
         return
     where = ", ".join(run_endpoints_of(manifest))
+    how = "" if same_model(run_model, judge_model) else f" under another name (the same weights: {manifest['weights']})"
     raise InputError(f"the judge {judge_model!r} is the run's own model ({run_model!r}{' at ' + where if where else ''})"
-                     ": a model grading its own answers gives no StableToolBench number", field="--judge-model",
+                     f"{how}: a model grading its own answers gives no StableToolBench number", field="--judge-model",
                      fix=SELF_JUDGE_FIX)
 
 

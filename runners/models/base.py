@@ -61,6 +61,21 @@ class Completion:
         return msg
 
 
+def weights_of(backend) -> str | None:
+    """What identifies the weights a backend runs: the local model's file or folder (hf), else the upstream
+    model at its endpoint (a relay); None when nothing is known."""
+    source = getattr(backend, "source", None)
+    if source is not None and getattr(source, "folder", None) is not None:
+        path = source.folder / source.gguf_file if source.gguf_file else source.folder
+        return str(path.expanduser().resolve())
+    endpoint = getattr(backend, "endpoint", None)
+    if endpoint is not None and getattr(endpoint, "model", None):
+        # what the server says it runs (GET /models "root": vLLM, tba serve-model), read by the preflight
+        root = (getattr(endpoint, "served_entry", lambda: None)() or {}).get("root")
+        return str(root) if root else f"{endpoint.model} @ {endpoint.base_url}"
+    return None
+
+
 def natural_dialect(backend: object) -> str | None:
     """The dialect a backend declares it fits (attribute, property or method), or None."""
     value = getattr(backend, "natural_dialect", None)

@@ -8,7 +8,7 @@ from typing import Any
 from toolbench_adapter.errors import InputError
 from toolbench_adapter.evaluation.chat import ChatError
 
-from .base import ModelRequest
+from .base import ModelRequest, weights_of
 
 DEFAULT_MAX_TOKENS = 1024
 
@@ -38,6 +38,10 @@ class BackendChatClient:
         self.supports_tools = bool(getattr(backend, "supports_tools", False))
         # a local model continues a reply we start (the hf backend honours extra["prefill"]); endpoints do not
         self.accepts_prefill = getattr(backend, "name", None) == "hf"
+
+    def weights(self) -> str | None:
+        """The weights this backend runs (base.weights_of: a local model's path)."""
+        return weights_of(self.backend)
 
     def constraint_support(self, kind: str) -> str | None:
         """None when the backend can constrain a reply of this kind; else why not."""

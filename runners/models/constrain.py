@@ -5,7 +5,8 @@
 - OpenAI-compatible endpoints, by what the server offers (backend option ``structured``, default auto: read from
   GET /models, whose ``owned_by`` is "vllm" on vLLM and "openai"/"system" on OpenAI's API):
   - vllm: ``structured_outputs: {"grammar": EBNF}`` (vLLM's structured outputs, 0.10 and later; its xgrammar
-    backend reads the same EBNF the hf backend compiles) or ``{"json": schema}`` for a schema only;
+    backend reads the same EBNF the hf backend compiles) or ``{"json": schema}`` for a schema only; also
+    ``tba serve-model`` over a backend that can constrain (its GET /models entries list ``structured_outputs``);
   - openai: ``response_format: {"type": "json_schema", ...}`` in OpenAI's strict form: only replies that are one
     JSON object (the json-object dialect, the judge's verdict). Strict mode wants every property listed as
     required, so an optional parameter becomes nullable (a model may then write null where the function's
@@ -99,9 +100,18 @@ def flavour_of(option: str, endpoint) -> str:
     owners = {owner for owned in getattr(endpoint, "owners", {}).values() for owner in owned}
     if owners and owners <= {"vllm"}:
         return VLLM
+    if says_structured_outputs(getattr(endpoint, "entries", {})):  # tba serve-model takes vLLM's fields
+        return VLLM
     if owners and owners <= OPENAI_OWNERS:
         return OPENAI
     return NONE
+
+
+def says_structured_outputs(entries: dict[str, dict[str, dict]]) -> bool:
+    """Every endpoint's GET /models entries say they decode vLLM's structured_outputs (tba serve-model lists
+    ``structured_outputs`` beside a model that can be constrained)."""
+    return bool(entries) and all(
+        listed and all(entry.get("structured_outputs") for entry in listed.values()) for listed in entries.values())
 
 
 def endpoint_support(flavour: str, dialect: str, backend_name: str, endpoint) -> str | None:

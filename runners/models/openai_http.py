@@ -105,6 +105,7 @@ class OpenAIEndpoint:
                              fix="list each --base-url once")
         self.base_url = ", ".join(self.base_urls)  # one URL as before; several: a label for names and messages
         self.owners: dict[str, set[str]] = {}  # URL -> the owned_by of its GET /models entries (preflight)
+        self.entries: dict[str, dict[str, dict]] = {}  # URL -> model id -> its GET /models entry (preflight)
         self.timeout = backend_option("timeout", self.timeout)
         self.retries = backend_option("retries", self.retries, int)
         self.backoff = backend_option("backoff", self.backoff)
@@ -177,10 +178,28 @@ class OpenAIEndpoint:
             ids = [str(entry["id"]) for entry in entries]
             # who serves them ("vllm" on vLLM): which structured-output fields the endpoint takes (constrain.py)
             self.owners[base_url] = {str(entry["owned_by"]) for entry in entries if entry.get("owned_by")}
+            self.entries[base_url] = {str(entry["id"]): entry for entry in entries if isinstance(entry, dict)}
             return ids
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise InputError(f"GET {url} did not return an OpenAI model list", field="base_url",
                              fix="point --base-url at an OpenAI-compatible server") from exc
+
+    def served_entry(self) -> dict | None:
+        """The GET /models entry of this model at the first endpoint that listed it (after preflight)."""
+        for url in self.base_urls:
+            entry = self.entries.get(url, {}).get(self.model or "")
+            if entry is not None:
+                return entry
+        return None
+
+    def served_generation(self) -> dict | None:
+        """The generation limits the server lists for this model (tba serve-model: its config's ``max_tokens``
+        and where they come from), or None."""
+        generation = (self.served_entry() or {}).get("generation")
+        if isinstance(generation, dict) and isinstance(generation.get("max_tokens"), int) \
+                and not isinstance(generation["max_tokens"], bool) and generation["max_tokens"] > 0:
+            return generation
+        return None
 
     def preflight(self) -> None:
         """Check every endpoint and the model name before any query runs. With no model given, adopt the
@@ -237,3 +256,26 @@ def first_choice(data: dict, url: str = "the endpoint") -> dict:
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         raise malformed(url, "no choices (a non-empty list of objects)", data)
     return choices[0]
+
+
+OPENAI_BACKENDS = ("openai-completions", "openai-chat")
+
+
+def served_generation_of(base_url: str | list[str] | None, model: str | None, api_key: str | None = None) -> dict | None:
+    """The generation limits a server lists for ``model`` (``tba serve-model``: its config's ``max_tokens``) and
+    ``url``, the GET /models that said so; None when it lists none or cannot be asked (the run's preflight then
+    says why). ``model`` None: the only model served."""
+    try:
+        endpoint = OpenAIEndpoint(base_url=base_url or DEFAULT_BASE_URL, model=model, api_key=api_key, timeout=10.0,
+                                  retries=0)
+        url = endpoint.base_urls[0]
+        ids = endpoint.served_models(url)
+    except InputError:
+        return None
+    if endpoint.model is None:
+        if len(ids) != 1:
+            return None
+        endpoint.model = ids[0]
+    generation = endpoint.served_generation()
+    return {**generation, "url": f"{url}/models"} if generation else None
+

@@ -2,6 +2,11 @@
 
 POST /v1/completions, POST /v1/chat/completions and GET /v1/models, with usage and finish_reason, so the
 local model can stand behind the openai-* backends in end-to-end tests and serve as a judge endpoint.
+GET /v1/models says, beside each id, what a client may need to know (none of it in OpenAI's own list): the
+weights served (``root``, as vLLM names it: a run and its judge behind two served names are one model), the
+generation limits of the model's config (``generation``: a run that sets none uses them) and, for a backend
+that can constrain, ``structured_outputs``: a request's vLLM-style ``structured_outputs`` (``json`` schema or
+``grammar``) or OpenAI-style ``response_format`` (``json_schema``) is then decoded under that constraint.
 A body that is not what the API takes (not JSON, a field of the wrong type) is a 400 naming the field; one
 larger than ``max_body_bytes`` a 413, refused while reading. ``LoopbackServer`` runs any ASGI app on a free
 127.0.0.1 port in a thread and always stops it.
@@ -23,9 +28,10 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 
 from toolbench_adapter.server.limits import read_body_capped
+from toolbench_adapter.structured.grammar import Constraint
 
 from ..failures import CONTEXT_LENGTH
-from ..models.base import Completion, ModelRequest
+from ..models.base import Completion, ModelRequest, weights_of
 
 COMPLETIONS_DEFAULT_MAX_TOKENS = 16  # the OpenAI API's own default for /v1/completions
 CHAT_DEFAULT_MAX_TOKENS = 1024
@@ -100,6 +106,49 @@ def body_problem(body: dict, route: str) -> str | None:
     return None
 
 
+STRUCTURED_KINDS = ("json", "grammar")  # vLLM's structured_outputs fields this server decodes
+
+
+def requested_constraint(body: dict) -> Constraint | str | None:
+    """The constraint a body asks for (vLLM's ``structured_outputs`` or OpenAI's ``response_format`` with a
+    JSON schema), None when it asks for none, or a string saying what is wrong with the field."""
+    structured = body.get("structured_outputs")
+    if structured is not None:
+        if not isinstance(structured, dict) or not any(structured.get(kind) is not None for kind in STRUCTURED_KINDS):
+            return "structured_outputs must be an object with a json schema or a grammar"
+        if isinstance(structured.get("grammar"), str):
+            return Constraint("request", ebnf=structured["grammar"])
+        schema = structured.get("json")
+        if isinstance(schema, str):
+            try:
+                schema = json.loads(schema)
+            except ValueError:
+                return "structured_outputs.json must be a JSON schema"
+        if not isinstance(schema, dict):
+            return "structured_outputs.json must be a JSON schema (an object) and grammar a string"
+        return Constraint("request", json_schema=schema)
+    response_format = body.get("response_format")
+    if response_format is None:
+        return None
+    kind = response_format.get("type") if isinstance(response_format, dict) else None
+    if kind not in ("text", "json_object", "json_schema"):
+        return 'response_format must be {"type": "json_schema", "json_schema": {"schema": ...}}, json_object or text'
+    if kind == "text":
+        return None
+    if kind == "json_object":
+        return Constraint("request", json_schema={"type": "object"})
+    holder = response_format.get("json_schema")
+    schema = holder.get("schema") if isinstance(holder, dict) else None
+    if not isinstance(schema, dict):
+        return "response_format.json_schema.schema must be a JSON schema (an object)"
+    return Constraint("request", json_schema=schema)
+
+
+def can_constrain(backend) -> bool:
+    support = getattr(backend, "constraint_support", None)
+    return support is not None and support("json-object") is None
+
+
 def _usage(completion: Completion) -> dict:
     return {"prompt_tokens": completion.prompt_tokens, "completion_tokens": completion.completion_tokens,
             "total_tokens": completion.total_tokens}
@@ -110,10 +159,34 @@ def served_name_for(backend) -> str:
     return str(getattr(backend, "model", None) or backend.name).split(":", 1)[-1]
 
 
-def build_app(backend, served_name: str | None = None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> FastAPI:
+def build_app(backend, served_name: str | None = None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+              generation: dict | None = None) -> FastAPI:
+    """``generation``: the model config's limits (``max_tokens``, and ``config``: where they come from), listed
+    in GET /v1/models and used for a request that gives no max_tokens."""
     served_name = served_name or served_name_for(backend)
     app = FastAPI(title=f"toolbench-adapter model server ({served_name})")
     created = int(time.time())
+    entry: dict[str, Any] = {"id": served_name, "object": "model", "created": created,
+                             "owned_by": "toolbench-adapter"}
+    if weights_of(backend):
+        entry["root"] = weights_of(backend)
+    if generation:
+        entry["generation"] = dict(generation)
+    constrains = can_constrain(backend)
+    if constrains:
+        entry["structured_outputs"] = list(STRUCTURED_KINDS)
+    default_max = (generation or {}).get("max_tokens")
+
+    def constraint_extra(body: dict) -> dict | JSONResponse:
+        constraint = requested_constraint(body)
+        if constraint is None:
+            return {}
+        if isinstance(constraint, str):
+            return _error(400, constraint, "invalid_request_error")
+        if not constrains:
+            return _error(400, f"the {backend.name} backend served here cannot constrain its output "
+                          "(structured_outputs / response_format)", "invalid_request_error")
+        return {"constraint": constraint}
 
     async def read_body(request: Request, route: str) -> dict | JSONResponse:
         try:
@@ -139,8 +212,7 @@ def build_app(backend, served_name: str | None = None, max_body_bytes: int = DEF
 
     @app.get("/v1/models")
     def models() -> dict:
-        return {"object": "list", "data": [{"id": served_name, "object": "model", "created": created,
-                                            "owned_by": "toolbench-adapter"}]}
+        return {"object": "list", "data": [entry]}
 
     @app.post("/v1/completions")
     async def completions(request: Request):
@@ -150,10 +222,13 @@ def build_app(backend, served_name: str | None = None, max_body_bytes: int = DEF
         prompt = body["prompt"]
         if isinstance(prompt, list):
             prompt = prompt[0]
+        extra = constraint_extra(body)
+        if isinstance(extra, JSONResponse):
+            return extra
         model_request = ModelRequest(
             prompt=prompt, stop=_stops(body.get("stop")),
-            max_tokens=int(body.get("max_tokens") or COMPLETIONS_DEFAULT_MAX_TOKENS),
-            temperature=float(body.get("temperature") or 0.0),
+            max_tokens=int(body.get("max_tokens") or default_max or COMPLETIONS_DEFAULT_MAX_TOKENS),
+            temperature=float(body.get("temperature") or 0.0), extra=extra,
         )
         completion = await _run(backend, model_request)
         if completion.error:
@@ -172,7 +247,11 @@ def build_app(backend, served_name: str | None = None, max_body_bytes: int = DEF
         if isinstance(body, JSONResponse):
             return body
         messages = body["messages"]
-        extra = {"tool_choice": body["tool_choice"]} if body.get("tool_choice") is not None else {}
+        extra = constraint_extra(body)
+        if isinstance(extra, JSONResponse):
+            return extra
+        if body.get("tool_choice") is not None:
+            extra["tool_choice"] = body["tool_choice"]
         prefill = ""
         if body.get("continue_final_message") and messages[-1].get("role") == "assistant":
             # vLLM's extension: continue the last assistant message instead of starting a new one
@@ -181,7 +260,7 @@ def build_app(backend, served_name: str | None = None, max_body_bytes: int = DEF
             extra["prefill"] = prefill
         model_request = ModelRequest(
             messages=messages, tools=body.get("tools") or None, stop=_stops(body.get("stop")),
-            max_tokens=int(body.get("max_tokens") or CHAT_DEFAULT_MAX_TOKENS),
+            max_tokens=int(body.get("max_tokens") or default_max or CHAT_DEFAULT_MAX_TOKENS),
             temperature=float(body.get("temperature") or 0.0), extra=extra,
         )
         completion = await _run(backend, model_request)
@@ -264,13 +343,18 @@ class LoopbackServer:
 
 
 def serve_forever(backend, *, host: str = "127.0.0.1", port: int = 8000, served_name: str | None = None,
-                  log_level: str = "warning", max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> None:
+                  log_level: str = "warning", max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+                  generation: dict | None = None) -> None:
     """Serve in the foreground until interrupted; prints the URL first (useful with port 0)."""
     served_name = served_name or served_name_for(backend)
     sock = bind_socket(host, port)
     print(f"serving {backend.name} model {served_name!r} at http://{host}:{sock.getsockname()[1]}/v1 "
           "(Ctrl-C stops)", flush=True)
-    config = uvicorn.Config(build_app(backend, served_name, max_body_bytes), log_level=log_level, lifespan="off")
+    if generation:
+        print(f"generation limits: max_tokens {generation['max_tokens']} (from {generation['config']}), the "
+              "default of a request that gives none and listed in GET /v1/models for runs", flush=True)
+    app = build_app(backend, served_name, max_body_bytes, generation=generation)
+    config = uvicorn.Config(app, log_level=log_level, lifespan="off")
     try:
         uvicorn.Server(config).run(sockets=[sock])
     finally:

@@ -61,10 +61,13 @@ class ToolLLaMADialect(Dialect):
     def render(self, messages: list[dict], toolset: Toolset) -> Rendered:
         text = self.render_text(messages, toolset)
         prefill = self.options["prefill"]
-        stop = [R.STOP] + (NEXT_STEP_STOPS if self.options["stop_at_next_step"] else [])
+        stop = self.stop_strings()
         if self.options["template"] == "chat":
             return Rendered(messages=[{"role": "user", "content": text}], stop=stop, prefill=prefill)
         return Rendered(prompt=text, stop=stop, prefill=prefill)
+
+    def stop_strings(self) -> list[str]:
+        return [R.STOP] + (NEXT_STEP_STOPS if self.options["stop_at_next_step"] else [])
 
     def sends(self) -> tuple[bool, bool]:
         return self.options["template"] == "chat", False

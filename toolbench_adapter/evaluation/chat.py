@@ -76,18 +76,43 @@ class OpenAIChatClient:
         except (ValueError, KeyError, TypeError):
             return None
 
+    def model_entries(self, url: str) -> list[dict]:
+        """GET {url}/models's entries (raises what requests and JSON decoding raise)."""
+        response = self.transport.session().get(f"{url}/models", timeout=min(self.timeout, 10.0))
+        return [entry for entry in response.json()["data"] if isinstance(entry, dict)]
+
     def constraint_support(self, kind: str) -> str | None:
-        """None when every judge URL is vLLM (GET /models owned_by "vllm": it takes structured_outputs); else why not."""
+        """None when every judge URL takes vLLM's structured_outputs: vLLM (GET /models owned_by "vllm"), or a
+        server that lists ``structured_outputs`` beside the model (tba serve-model); else why not."""
         for url in self.base_urls:
             try:
-                response = self.transport.session().get(f"{url}/models", timeout=min(self.timeout, 10.0))
-                owners = {str(entry.get("owned_by")) for entry in response.json()["data"]}
+                entries = self.model_entries(url)
+                owners = {str(entry.get("owned_by")) for entry in entries}
             except (requests.RequestException, ValueError, KeyError, TypeError, AttributeError) as exc:
                 return f"cannot read GET {url}/models to see whether it takes structured outputs ({exc})"
-            if owners != {"vllm"}:
-                return (f"the judge at {url} is not vLLM (GET /models owned_by: {', '.join(sorted(owners))}): "
-                        "its structured outputs cannot be asked for")
+            if owners != {"vllm"} and not self.offers_structured_outputs(entries):
+                return (f"the judge at {url} is not vLLM (GET /models owned_by: {', '.join(sorted(owners))}) and "
+                        "lists no structured_outputs: its structured outputs cannot be asked for")
         return None
+
+    def offers_structured_outputs(self, entries: list[dict] | None = None) -> bool:
+        """The judge model's GET /models entry lists ``structured_outputs`` (tba serve-model over a model it can
+        constrain), at every URL (``entries``: those of one URL already read)."""
+        try:
+            listed = [entries] if entries is not None else [self.model_entries(url) for url in self.base_urls]
+        except (requests.RequestException, ValueError, KeyError, TypeError, AttributeError):
+            return False
+        return all(any(e.get("id") == self.model and e.get("structured_outputs") for e in each) for each in listed)
+
+    def weights(self) -> str | None:
+        """The weights the judge model runs, as its server lists them (GET /models "root": vLLM, tba
+        serve-model), or None."""
+        try:
+            entries = self.model_entries(self.base_urls[0])
+        except (requests.RequestException, ValueError, KeyError, TypeError, AttributeError):
+            return None
+        root = next((e.get("root") for e in entries if e.get("id") == self.model), None)
+        return str(root) if root else None
 
     def chat(self, messages: list[dict], *, tools: list[dict] | None = None, tool_choice: dict | None = None,
              temperature: float | None = None, max_tokens: int | None = None, prefill: str | None = None,

@@ -67,6 +67,20 @@ def same_model(run_model: str | None, judge_model: str | None) -> bool:
     return bool(model_key(run_model)) and model_key(run_model) == model_key(judge_model)
 
 
+def same_weights(manifest: dict, client) -> bool:
+    """The judge serves the weights the run ran (the run's manifest ``weights`` against the judge client's
+    ``weights()``: a local model's path, or a server's GET /models "root"), whatever the names: `tba serve-model
+    --served-name judge` over the run's own model is still the run's own model."""
+    ran = manifest.get("weights")
+    weights = getattr(client, "weights", None)
+    return bool(ran) and weights is not None and weights() == ran
+
+
+def is_own_model(manifest: dict, client, judge_model: str | None) -> bool:
+    """The self-judge rule: the same model name, or the same weights under another name."""
+    return same_model(run_model_of(manifest), judge_model) or same_weights(manifest, client)
+
+
 def run_model_of(manifest: dict) -> str | None:
     """The model a run asked: the manifest's (adopted from the endpoint when no --model), else its config's."""
     return manifest.get("model") or (manifest.get("config") or {}).get("model")
@@ -115,7 +129,7 @@ class JudgeIdentity:
                    endpoints=tuple(str(u).rstrip("/") for u in (getattr(client, "base_urls", None) or ())),
                    mode=judge.mode, evaluate_times=evaluate_times, evaluator=judge.spec.name,
                    evaluator_sha256=judge.spec.fingerprint,
-                   self_judged=same_model(run_model_of(run_manifest), model),
+                   self_judged=is_own_model(run_manifest, client, model),
                    note=getattr(client, "judge_note", None))
 
     def key(self) -> dict:

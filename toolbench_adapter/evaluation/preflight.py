@@ -15,6 +15,9 @@ the mode is ``tools``; answered with text, or refused as a request the server do
 ``json`` (a client that takes no tools, a local model, is ``json`` without asking). The mode and how it was
 chosen are recorded (``judge.mode_choice``), so an endpoint that cannot do a mode is found before any answer is
 judged (``tba serve-model`` serves text only: auto used to choose tools there and every judgement failed).
+Where auto settles on json and the endpoint lists ``structured_outputs`` beside the model (tba serve-model over
+a model it can constrain), the verdict is constrained to its JSON schema (as --judge-constrain): unconstrained,
+SmolLM2 served so wrote invalid JSON for 5 of 6 judgements.
 """
 
 from __future__ import annotations
@@ -74,6 +77,10 @@ def prepare_judge(client: Any, spec: Any, mode: str = "auto", *, warn: Callable[
             tools.mode_choice = "auto: the endpoint answered a forced tool call with one: tools"
             return tools
         why = f"auto: the endpoint answered a forced tool call without one ({problem}): json"
+    offers = getattr(client, "offers_structured_outputs", None)
+    if offers is not None and offers():  # tba serve-model: a small model writes a valid verdict only constrained
+        options = {**options, "constrain": True}
+        why += ", constrained (the endpoint lists structured_outputs: the verdict's JSON schema is decoded there)"
     judge = make_judge(client, spec, "json", **options)
     judge.mode_choice = why
     _probe_in_shape(client, judge, "json")

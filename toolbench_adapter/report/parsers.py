@@ -6,6 +6,11 @@ rungs.csv, agreement.csv, disagreements.jsonl and parsers.png (all files written
 
 openai-tools reads assistant messages, not text: on an output without a message its answer is
 NOT_APPLICABLE, and such pairs are left out of its denominator and of the agreement matrix.
+
+One set of parsers is compared everywhere (the per-parser table, the chart, the agreement matrix and the
+disagreements): those that read a call (any arguments, decoded or not) from at least one output. The others
+read nothing here and are named on one line. So "0 disagreements" holds exactly when every pair in the matrix
+agrees on every output it counts.
 """
 
 from __future__ import annotations
@@ -20,10 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..fileio import write_bytes_atomic, write_text_atomic
-from ..parser_corpus import ModelOutput
+from ..parser_corpus import MESSAGE_PARSER, ModelOutput
 from ..parsers import ErrorKind, ParsedTurn, get_parser, parser_names
 
-MESSAGE_PARSER = "openai-tools"
 DISAGREEMENT_TEXT_CHARS = 200  # keeps the kept example small
 DISAGREEMENT_ARGUMENT_CHARS = 120
 MARKDOWN_DISAGREEMENTS = 8
@@ -33,6 +37,7 @@ MARKDOWN_DISAGREEMENTS = 8
 class ParserStats:
     name: str
     applicable: int = 0
+    read_call: int = 0  # at least one call, whatever its arguments (what agreement compares)
     with_call: int = 0  # at least one call whose arguments decoded to a dict
     errors: Counter = field(default_factory=Counter)
     rungs: Counter = field(default_factory=Counter)
@@ -77,15 +82,19 @@ class Comparison:
         return matrix
 
     def matching_parsers(self) -> list[str]:
-        """Parsers that decoded at least one call here: a format that never matches says nothing."""
-        return [name for name in self.parsers if self.stats[name].with_call]
+        """Parsers that read a call (any arguments) from at least one output: the ones compared in the table,
+        the chart, the agreement matrix and the disagreements. A call without decoded arguments counts (a
+        ReAct parser that reads only an Action line still reads the format), so two parsers that read
+        different names there show as a disagreement, as the matrix shows them."""
+        return [name for name in self.parsers if self.stats[name].read_call]
 
     def inapplicable_parsers(self) -> list[str]:
         """Parsers that read no call from any output: folded into one line in what people read."""
-        return [name for name in self.parsers if not self.stats[name].with_call]
+        return [name for name in self.parsers if not self.stats[name].read_call]
 
     def disagreements(self) -> list[int]:
-        """Outputs where the matching parsers do not all give the same calls."""
+        """Outputs where the matching parsers do not all give the same calls (among those that apply to it):
+        exactly the outputs where some pair of the agreement matrix differs."""
         names = self.matching_parsers()
         indexes = []
         for index in range(len(self.outputs)):
@@ -154,6 +163,17 @@ def inapplicable_line(result: Comparison) -> str:
     return f"read no call from any of the {len(result.outputs)} outputs (format does not apply): {', '.join(names)}"
 
 
+def message_parser_line(result: Comparison) -> str:
+    """What openai-tools read: assistant messages, which only runs of native tool calls give."""
+    applicable, total = result.stats[MESSAGE_PARSER].applicable, len(result.outputs)
+    if not applicable:
+        return (f"`{MESSAGE_PARSER}` reads assistant messages with native tool calls: none of the {total} outputs "
+                "came as one (plain text), so it applies to none; marked not applicable, not failed.")
+    return (f"`{MESSAGE_PARSER}` reads assistant messages: {applicable} of {total} outputs are one (or its JSON); "
+            "on the others (plain text) it is marked not applicable (left out of its denominator and of the agreement "
+            "matrix), not failed.")
+
+
 def resolve_parser_names(spec: str) -> list[str]:
     """"all" or a comma list; unknown names raise UnknownNameError with "did you mean"."""
     if spec.strip() == "all":
@@ -178,7 +198,9 @@ def compare_parsers(outputs: list[ModelOutput], names: list[str], progress: bool
             else:
                 turn = parser.parse(output.text)
             elapsed_us = (time.perf_counter_ns() - started) / 1000
-            if turn.error is ErrorKind.NOT_APPLICABLE:
+            if turn.error is ErrorKind.NOT_APPLICABLE or (
+                    name == MESSAGE_PARSER and output.message is None and turn.error is ErrorKind.EMPTY_OUTPUT):
+                # an empty text is no assistant message either: the message parser does not apply to it
                 turns[name].append(None)
                 continue
             turns[name].append(turn)
@@ -188,6 +210,7 @@ def compare_parsers(outputs: list[ModelOutput], names: list[str], progress: bool
 
 def _count(stats: ParserStats, turn: ParsedTurn, elapsed_us: float) -> None:
     stats.applicable += 1
+    stats.read_call += bool(turn.calls)
     stats.with_call += any(c.arguments is not None for c in turn.calls)
     stats.errors[turn.error.value] += 1
     stats.rungs[turn.rung.value if turn.rung else "none"] += 1
@@ -219,10 +242,10 @@ def _csv(rows: list[list]) -> str:
 
 
 def _parser_rows(result: Comparison) -> list[list]:
-    rows = [["parser", "applicable", "with_dict_call", "parsed_share", "clean", "median_us"]]
+    rows = [["parser", "applicable", "read_call", "with_dict_call", "parsed_share", "clean", "median_us"]]
     for name in result.parsers:
         s = result.stats[name]
-        rows.append([name, s.applicable, s.with_call, f"{s.parsed_share:.4f}", s.errors.get("none", 0),
+        rows.append([name, s.applicable, s.read_call, s.with_call, f"{s.parsed_share:.4f}", s.errors.get("none", 0),
                      f"{s.median_us:.2f}"])
     return rows
 
@@ -236,10 +259,12 @@ def _counter_rows(result: Comparison, attribute: str, label: str) -> list[list]:
 
 
 def _agreement_rows(result: Comparison) -> list[list]:
+    """The matrix over the parsers the disagreements count (matching_parsers), so the two always agree."""
     matrix = result.agreement()
-    rows = [["parser", *result.parsers]]
-    for a in result.parsers:
-        rows.append([a, *(_share(*matrix[(a, b)]) for b in result.parsers)])
+    names = result.matching_parsers()
+    rows = [["parser", *names]]
+    for a in names:
+        rows.append([a, *(_share(*matrix[(a, b)]) for b in names)])
     return rows
 
 
@@ -298,31 +323,31 @@ def summary_markdown(result: Comparison, inputs: list[str]) -> str:
                 for check in checks for d in check.differing[:MARKDOWN_DISAGREEMENTS]]
         out.append("")
     if MESSAGE_PARSER in result.parsers:
-        applicable = result.stats[MESSAGE_PARSER].applicable
-        out += [f"`{MESSAGE_PARSER}` reads assistant messages: it applies to {applicable} of {total} outputs; "
-                "on plain text it is marked not applicable (left out of its denominator and of the "
-                "agreement matrix), not failed.", ""]
-    out += ["## Per parser", "", "| parser | applicable | parsed | parsed share | clean | median µs |",
-            "|---|---:|---:|---:|---:|---:|"]
+        out += [message_parser_line(result), ""]
+    out += ["## Per parser", "", "*Read a call*: outputs where the parser read at least one call, whatever its "
+            "arguments (what the agreement matrix compares).", "",
+            "| parser | applicable | read a call | parsed | parsed share | clean | median µs |",
+            "|---|---:|---:|---:|---:|---:|---:|"]
     for name in result.matching_parsers():
         s = result.stats[name]
-        out.append(f"| {name} | {s.applicable} | {s.with_call} | {s.parsed_share:.1%} | "
+        out.append(f"| {name} | {s.applicable} | {s.read_call} | {s.with_call} | {s.parsed_share:.1%} | "
                    f"{s.errors.get('none', 0)} | {s.median_us:.1f} |")
     if result.inapplicable_parsers():
-        out += ["", inapplicable_line(result) + " (all rows are in parsers.csv)"]
+        out += ["", inapplicable_line(result) + " (left out of this table, the matrix and the disagreements; "
+                "all rows are in parsers.csv)"]
     out += ["", "## Error kinds (turns per kind)", ""]
     out += _markdown_table(_counter_rows(result, "errors", "error kind"))
     out += ["", "## JSON ladder rungs (turns per rung that produced the arguments)", ""]
     out += _markdown_table(_counter_rows(result, "rungs", "rung"))
     out += ["", "## Agreement (share of outputs where both give the same call names and arguments, among the "
-            "outputs where at least one of the two read a call; n/a: neither ever did)", ""]
+            "outputs both apply to where at least one of the two read a call; n/a: no such output)", ""]
     out += _markdown_table(_agreement_rows(result))
     disagreements = result.disagreements()
     matching = result.matching_parsers()
     out += ["", f"## Disagreements: {len(disagreements)} of {total} outputs", "",
-            f"Among the parsers that decoded a call from at least one output here ({', '.join(matching)}); "
-            "parsers whose format never matched are left out. All of them are in `disagreements.jsonl`; "
-            "the first few:", ""]
+            f"Outputs where the parsers of the agreement matrix ({', '.join(matching) or 'none'}) do not all "
+            "give the same calls; parsers that read no call here are left out. All of them are in "
+            "`disagreements.jsonl`; the first few:", ""]
     # the most divided outputs first: where every matching parser reads something different
     spread = {i: len({result.call_key(n, i) for n in matching} - {None}) for i in disagreements}
     for index in sorted(disagreements, key=lambda i: -spread[i])[:MARKDOWN_DISAGREEMENTS]:
@@ -332,7 +357,7 @@ def summary_markdown(result: Comparison, inputs: list[str]) -> str:
         for name in matching:
             turn = result.turns[name][index]
             if turn is not None:
-                calls = ", ".join(f"`{c.name[:40]!r}`({'dict' if c.arguments is not None else 'None'})"
+                calls = ", ".join(f"`{c.name[:80]!r}`({'dict' if c.arguments is not None else 'None'})"
                                   for c in turn.calls)
                 out.append(f"  - {name}: {turn.error.value}; {calls or 'no call'}")
     out += ["", "Files: parsers.csv, error_kinds.csv, rungs.csv, agreement.csv, disagreements.jsonl, parsers.png", ""]
@@ -352,23 +377,29 @@ def _chart_png(result: Comparison) -> bytes:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    names = result.parsers
+    names = result.matching_parsers()  # the parsers the table and the matrix show
+    read = [result.stats[n].read_call / result.stats[n].applicable * 100 for n in names]
     parsed = [result.stats[n].parsed_share * 100 for n in names]
     clean = [result.stats[n].errors.get("none", 0) / result.stats[n].applicable * 100
              if result.stats[n].applicable else 0 for n in names]
     figure, axis = plt.subplots(figsize=(9, 4.2), dpi=100)
     positions = range(len(names))
-    width = 0.4
-    axis.bar([p - width / 2 for p in positions], parsed, width, label="parsed into a call with dict arguments")
-    axis.bar([p + width / 2 for p in positions], clean, width, label="clean (error kind none)")
+    width = 0.27
+    axis.bar([p - width for p in positions], read, width, label="read a call (any arguments)")
+    axis.bar(list(positions), parsed, width, label="parsed into a call with dict arguments")
+    axis.bar([p + width for p in positions], clean, width, label="clean (error kind none)")
     axis.set_xticks(list(positions), names, rotation=30, ha="right")
     axis.set_ylabel("% of applicable outputs")
-    axis.set_ylim(0, 100)
-    axis.set_title(f"Parser variants on {len(result.outputs)} model outputs")
-    for position, name in zip(positions, names, strict=True):
-        if not result.stats[name].applicable:
-            axis.text(position, 2, "n/a", ha="center", fontsize=8, color="grey")
-    axis.legend(loc="upper left", fontsize=8)
+    axis.set_ylim(0, 118)  # room above 100 for the legend
+    axis.set_yticks(range(0, 101, 20))
+    title = f"Parser variants on {len(result.outputs)} model outputs"
+    if not names:
+        title += ": no parser read a call from any"
+    axis.set_title(title)
+    for position, values in zip(positions, zip(read, parsed, clean, strict=True), strict=True):
+        for offset, value in zip((-width, 0, width), values, strict=True):
+            axis.text(position + offset, value + 1, f"{value:.0f}", ha="center", fontsize=7)
+    axis.legend(loc="upper center", ncol=3, fontsize=8)
     figure.tight_layout()
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png")

@@ -134,10 +134,13 @@ def run_on_outputs(args) -> int:
     written = write_comparison(result, args.out, inputs=[str(p) for p in args.input])
     for name in result.matching_parsers():
         s = result.stats[name]
-        print(f"{name:<14} parsed {s.with_call:>5}/{s.applicable:<5} ({s.parsed_share:6.1%})  "
-              f"clean {s.errors.get('none', 0):>5}  median {s.median_us:7.1f} µs")
+        print(f"{name:<14} read a call {s.read_call:>5}  parsed {s.with_call:>5}/{s.applicable:<5} "
+              f"({s.parsed_share:6.1%})  clean {s.errors.get('none', 0):>5}  median {s.median_us:7.1f} µs")
     if result.inapplicable_parsers():
         print(inapplicable_line(result))
+    if len(result.matching_parsers()) > 1:  # the count summary.md heads its disagreements with
+        print(f"disagreements: {len(result.disagreements())} of {len(outputs)} outputs "
+              f"({', '.join(result.matching_parsers())}; agreement.csv has each pair)")
     for check in live_checks(result):
         print(check.line())
     print(f"wrote {len(written)} files to {args.out}")

@@ -157,9 +157,44 @@ def config_from_args(args) -> RunConfig:
         settings["backend_options"] = {**settings.get("backend_options", {}), **parse_options(args.backend_option)}
     if args.dialect_option:
         settings["dialect_options"] = {**settings.get("dialect_options", {}), **parse_options(args.dialect_option)}
+    args.max_tokens_from = ("--max-tokens" if args.max_tokens is not None else f"--config {args.config}"
+                            if "max_tokens" in settings else None)
+    if args.max_tokens_from is None:
+        adopt_served_limits(settings, args)
     cfg = RunConfig(**settings)
     cfg.validate()
     return cfg
+
+
+def adopt_served_limits(settings: dict, args) -> None:
+    """A served model's run that sets no max_tokens takes the limit its server lists (tba serve-model: the
+    model config's), not the 1,024 default: the served path used to generate 1,024 tokens a turn, cut."""
+    from ...models.openai_http import OPENAI_BACKENDS, served_generation_of
+
+    if settings.get("backend") not in OPENAI_BACKENDS:
+        return
+    served = served_generation_of(settings.get("base_url"), settings.get("model"), settings.get("api_key"))
+    if served:
+        settings["max_tokens"] = served["max_tokens"]
+        args.max_tokens_from = f"the served model's config {served.get('config', '?')} (GET {served['url']})"
+
+
+def print_limits(cfg: RunConfig, max_tokens_from: str | None, setup=None) -> None:
+    """The generation limits a run uses, on stderr as it starts (stdout may be --json)."""
+    from ...execution.preflight import make_backend, prepare, stop_strings
+    from ...models.openai_http import OPENAI_BACKENDS
+
+    if setup is None:
+        try:
+            setup = prepare(cfg, make_backend(cfg))
+        except (InputError, ValueError, TypeError):
+            return  # the run's own checks say what is wrong, in their order
+    source = max_tokens_from or ("the default: the server lists no limit for the model"
+                                 if cfg.backend in OPENAI_BACKENDS else "the default")
+    stops = stop_strings(setup.backend, setup.dialect)
+    print(f"generation limits: max_tokens {setup.cfg.max_tokens} per turn ({source}); stop "
+          f"{', '.join(json.dumps(s) for s in stops) if stops else 'none'}; temperature {setup.cfg.temperature:g}",
+          file=sys.stderr, flush=True)
 
 
 def run(args) -> int:
@@ -175,12 +210,14 @@ def run(args) -> int:
         from ...execution.fanout import command
 
         with stopping_now_exits(redo), options_named_in_file(args):
+            print_limits(cfg, args.max_tokens_from)
             return command(cfg, args.parsers, progress=not args.quiet, redo=redo, as_json=args.json)
     try:
         with options_named_in_file(args):
             runner = Runner(cfg, progress=not args.quiet, command=redo)
     except (ValueError, TypeError) as exc:
         raise InputError(str(exc), fix="check --dialect-option / --backend-option names and values") from None
+    print_limits(runner.cfg, args.max_tokens_from, runner.setup)
     with stopping_now_exits(redo):
         manifest = runner.run()
     totals = manifest["totals"]
