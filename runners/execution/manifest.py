@@ -16,9 +16,9 @@ from toolbench_adapter.errors import InputError
 from toolbench_adapter.runfolder import MANIFEST, summarize
 
 from ..config import RunConfig
+from ..models.base import weights_of
 from .setup_facts import FIELD as SETUP_FIELD
 from .setup_facts import setup_facts
-from ..models.base import weights_of
 
 
 def iso_time(seconds: float) -> str:
