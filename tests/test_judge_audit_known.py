@@ -212,3 +212,44 @@ def test_a_label_file_no_answer_was_drawn_from_is_no_row(capsys):
         code, out = audit(capsys, judge, "--set", "stb-example", "--sample", "1", "--seed", "0")
     assert code == 0 and out.startswith("Audit plan: 1 answer x repeats = 3 judgements")
     assert len([line for line in out.splitlines() if line.startswith("  virtual_chatgpt")]) == 1
+
+
+def test_tables_cite_the_audit_of_their_judge_and_say_not_audited_for_another(tmp_path, capsys):
+    """Issue 36's done-when: after `tba judge-audit` with a judge, `tba evaluate` with that judge writes tables
+    (MD, CSV, LaTeX, `tba table`, the report's headline) citing its card; another judge's say "not audited"."""
+    import csv
+    import io
+
+    from runners.config import RunConfig
+    from runners.execution.runner import Runner
+    from toolbench_adapter.evaluation.evaluations import choose_evaluation
+    from toolbench_adapter.report.headline import headline
+    from toolbench_adapter.report.run_data import load_run
+
+    def judged_boards(run_dir, judge, model):
+        code = main(["evaluate", str(run_dir), "--judge-url", judge.url, "--judge-model", model,
+                     "--evaluate-times", "3", "--cache", str(tmp_path / f"cache-{model}.json"), "--quiet"])
+        assert code == 0, capsys.readouterr().out
+        tables = next(e for e in choose_evaluation(run_dir)[1] if e.data["judge"]["model"] == model).tables_dir
+        return {suffix: (tables / f"leaderboard_sopr_upstream.{suffix}").read_text() for suffix in ("md", "csv", "tex")}
+
+    runs = {}
+    for name in ("audited", "other"):
+        Runner(RunConfig(name=name, out_root=str(tmp_path), backend="scripted"), progress=False).run()
+        runs[name] = tmp_path / name
+    with OpenAIStandin(respond=judge_replying(lambda q: S), models=("standin-model", "another-judge")) as judge:
+        code, out = audit(capsys, judge, "--set", "stb-example", "--evaluate-times", "3")
+        assert code == 0, out
+        cited = next(line for line in out.splitlines() if line.startswith("cite as: ")).removeprefix("cite as: ")
+        assert "kappa n/a" in cited and "(set stb-example)" in cited
+        boards = judged_boards(runs["audited"], judge, judge.model)
+        other = judged_boards(runs["other"], judge, "another-judge")
+    assert cited in boards["md"].splitlines()
+    assert next(csv.DictReader(io.StringIO(boards["csv"])))["judge audit"] == cited
+    assert "kappa n/a" in boards["tex"] and "set stb-example" in boards["tex"]
+    capsys.readouterr()
+    assert main(["table", str(runs["audited"]), "--out", str(tmp_path / "t"), "--no-png"]) == 0
+    assert cited in capsys.readouterr().out.splitlines()
+    assert headline(load_run(runs["audited"]))["judgeCard"] == cited
+    [not_audited] = [line for line in other["md"].splitlines() if " not audited: run `tba judge-audit" in line]
+    assert "--judge-model another-judge" in not_audited and "kappa" not in not_audited

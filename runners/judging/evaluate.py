@@ -33,6 +33,7 @@ from toolbench_adapter.evaluation.evaluations import (
 )
 from toolbench_adapter.evaluation.evaluator import load_evaluator
 from toolbench_adapter.evaluation.judge import make_judge
+from toolbench_adapter.evaluation.judge_cards import citation
 from toolbench_adapter.evaluation.preflight import prepare_judge
 from toolbench_adapter.evaluation.run_judge import judge_file
 from toolbench_adapter.fileio import write_json_atomic, write_text_atomic
@@ -147,13 +148,15 @@ def evaluate_run(run_dir: str | Path, client, *, evaluator: str | None = None, e
             parts = []
             # against the leaderboard's setup: the run's recorded facts and this judge (comparability.py)
             comparable, reasons = assess(manifest.get(SETUP_FIELD), identity.as_dict())
+            card = citation(identity)  # the judge's audit (tba judge-audit), or the command that makes one
             # a leaderboard needs every judgement (and every query): otherwise only with score_anyway, marked
             if not result.judge_failures or score_anyway:
                 marked = {model: "; ".join(notes)} if notes else None
                 # the run's counts (counts.py) beside the scores: how many queries each cell's model answered
                 for board in tables.build_leaderboards(result.rows, scored_anyway=marked,
                                                        counts={model: run_counts(run_dir)},
-                                                       comparability={model: line(comparable, reasons)}):
+                                                       comparability={model: line(comparable, reasons)},
+                                                       judge_cards={model: card}):
                     result.boards.append(board)
                     result.written.extend(tables.write_leaderboard(board, writer.tables_dir))
                     parts.append(tables.to_markdown(board))
@@ -161,7 +164,8 @@ def evaluate_run(run_dir: str | Path, client, *, evaluator: str | None = None, e
                                                  marks=notes, extra={"run_model": run_model_of(manifest),
                                                                      "row": model, "comparability": {
                                                                          "comparable": comparable,
-                                                                         "reasons": reasons}})
+                                                                         "reasons": reasons},
+                                                                     "judge_card": card})
         except BaseException:
             writer.discard()
             raise

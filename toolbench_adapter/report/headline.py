@@ -34,6 +34,7 @@ def headline(run: RunData) -> dict:
         "sopr": {},
         # against the StableToolBench leaderboard's setup, on every page's first screen (comparability.py)
         "comparability": run.comparability(),
+        "judgeCard": run.judge_card(),  # its judge's audit (judge_cards.py), beside the comparability line
     }
     per_group = Counter(q.group for q in run.queries)
     for mode in (UPSTREAM, STRICT):

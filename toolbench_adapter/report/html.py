@@ -119,7 +119,7 @@ def _run_payload(index: int, run: RunData, details: list[str]) -> dict:
         "facts": facts(run), "headline": headline(run), "judgeFailures": list(run.failed_judgements()),
         "evaluation": _evaluation_payload(run),
         "manifest": run.manifest, "judges": run.judges, "labelFiles": run.label_files, "groups": groups,
-        "boards": [{"caption": b.caption, "comparability": b.comparability_lines, "header": b.header(),
+        "boards": [{"caption": b.caption, "comparability": b.comparability_lines + b.judge_card_lines, "header": b.header(),
                     "rows": b.body(), "footnote": b.footnote}
                    for b in run.boards()],
         "tax": {"errors": errors, "errorQueries": error_queries, "status": status, "statusQueries": status_queries},

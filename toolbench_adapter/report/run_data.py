@@ -21,6 +21,7 @@ from ..errors import RUN_FOLDER_FIX, InputError
 from ..evaluation.comparability import run_line
 from ..evaluation.counts import count_by_group, is_answered
 from ..evaluation.evaluations import EVAL_DIR, EvaluationRecord, choose_evaluation, describe_choice
+from ..evaluation.judge_cards import citation
 from ..evaluation.labels import Label
 from ..evaluation.results import ScoreRow, is_score_file, read_score_file, rows_from_labels
 from ..evaluation.storage import is_preference_file, read_label_file
@@ -107,14 +108,20 @@ class RunData:
     def boards(self) -> list[tables.Leaderboard]:
         # every row of a run's page is this run's: its counts tell the footnotes how many queries were answered
         counts = count_by_group(q.count_record() for q in self.queries)
-        line = self.comparability()
+        line, card = self.comparability(), self.judge_card()
         return tables.build_leaderboards(self.score_rows, counts={row.model: counts for row in self.score_rows},
-                                         comparability={row.model: line for row in self.score_rows})
+                                         comparability={row.model: line for row in self.score_rows},
+                                         judge_cards={row.model: card for row in self.score_rows} if card else None)
 
     def comparability(self) -> str:
         """The run's line against the StableToolBench leaderboard (evaluation/comparability.py): its manifest's
         setup facts and the judge of the evaluation shown."""
         return run_line(self.manifest, self.evaluation.data.get("judge") if self.evaluation is not None else None)
+
+    def judge_card(self) -> str:
+        """The audit line of the shown evaluation's judge (evaluation/judge_cards.py), "" without an evaluation."""
+        judge = self.evaluation.data.get("judge") if self.evaluation is not None else None
+        return citation(judge) if judge else ""
 
     def failed_judgements(self) -> tuple[int, int | None]:
         """(judgements that failed, judgements): JudgeError labels (the judge gave no verdict after its retries)

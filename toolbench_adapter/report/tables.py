@@ -66,17 +66,25 @@ class Leaderboard:
     marks: list[str] = field(default_factory=list)  # footnotes of marked rows (SCORED_ANYWAY)
     # row name -> "comparable with the StableToolBench leaderboard: yes" / "not comparable ...: reasons"
     comparability: dict[str, str] = field(default_factory=dict)
+    # row name -> its judge's audit: "judge X: kappa ..." or "judge X not audited: run `tba judge-audit ...`"
+    # (evaluation/judge_cards.py); rows of score or label files have none
+    judge_cards: dict[str, str] = field(default_factory=dict)
 
     def comparability_of(self, row: BoardRow) -> str:
         return self.comparability.get(row.name, NOT_RECORDED)
 
+    def judge_card_of(self, row: BoardRow) -> str:
+        return self.judge_cards.get(row.name, "")
+
     @property
     def comparability_lines(self) -> list[str]:
         """One line when every row stands alike (the usual single run), else one per row, named."""
-        lines = [self.comparability_of(row) for row in self.rows]
-        if len(set(lines)) <= 1:
-            return lines[:1] or [NOT_RECORDED]
-        return [f"{row.name}: {text}" for row, text in zip(self.rows, lines, strict=True)]
+        return _row_lines(self.rows, [self.comparability_of(row) for row in self.rows]) or [NOT_RECORDED]
+
+    @property
+    def judge_card_lines(self) -> list[str]:
+        """The judges' audit lines, as comparability_lines (none for rows without an evaluation)."""
+        return [text for text in _row_lines(self.rows, [self.judge_card_of(row) for row in self.rows]) if text]
 
     @property
     def with_std(self) -> bool:
@@ -157,6 +165,13 @@ def row_name(row: ScoreRow) -> str:
     return f"{name} vs {row.reference}" if row.reference else name
 
 
+def _row_lines(rows: list[BoardRow], lines: list[str]) -> list[str]:
+    """One line when every row has the same (the usual single run), else one per row, named."""
+    if len(set(lines)) <= 1:
+        return lines[:1]
+    return [f"{row.name}: {text}" for row, text in zip(rows, lines, strict=True)]
+
+
 def failed_judgements_text(errors: int) -> str:
     """Why a score carries SCORED_ANYWAY when judgements failed: the tables' footnote and the report's cards."""
     return f"scored with {errors} failed judgements (no verdict) left out of every denominator"
@@ -164,14 +179,16 @@ def failed_judgements_text(errors: int) -> str:
 
 def build_leaderboards(rows: list[ScoreRow], scored_anyway: dict[str, str] | None = None,
                        counts: dict[str, dict[str, Counts]] | None = None,
-                       comparability: dict[str, str] | None = None) -> list[Leaderboard]:
+                       comparability: dict[str, str] | None = None,
+                       judge_cards: dict[str, str] | None = None) -> list[Leaderboard]:
     """``scored_anyway``: model -> why its rows are marked (a run scored with infrastructure failures): the
     row name gets SCORED_ANYWAY and the board a footnote saying why; a row whose scores left failed judgements
     out (``Score.errors``: a score file written with --score-anyway) is marked the same way without being told.
     A row judged by the run's own model (its judge label says self-judged) carries "(self-judged)" in its name.
     ``counts``: model -> group -> the run's query counts (counts.count_by_group), for footnotes that say how
     many queries were answered. ``comparability``: model -> its line (evaluation/comparability.py); a row
-    without one (score or label files) says its setup is not recorded."""
+    without one (score or label files) says its setup is not recorded. ``judge_cards``: model -> its judge's
+    audit line (evaluation/judge_cards.citation)."""
     scored_anyway = scored_anyway or {}
     comparability = comparability or {}
     counts = counts or {}
@@ -203,13 +220,16 @@ def build_leaderboards(rows: list[ScoreRow], scored_anyway: dict[str, str] | Non
             board.rows.append(target)
             if row.model in comparability:
                 board.comparability[name] = comparability[row.model]
+            if row.model in (judge_cards or {}):
+                board.judge_cards[name] = judge_cards[row.model]
         target.cells[row.group] = row.score  # a later file for the same cell wins
     return list(boards.values())
 
 
 def to_markdown(board: Leaderboard) -> str:
     header = board.header()
-    lines = [f"**{board.caption}**", "", *board.comparability_lines, "", "| " + " | ".join(header) + " |",
+    lines = [f"**{board.caption}**", "", *board.comparability_lines, *board.judge_card_lines, "",
+             "| " + " | ".join(header) + " |",
              "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(cells) + " |" for cells in board.body()]
     if board.footnote:
@@ -219,16 +239,17 @@ def to_markdown(board: Leaderboard) -> str:
 
 def to_csv(board: Leaderboard) -> str:
     """The cells (a cell without a score is empty), then metric, mode, judge, each cell's denominator n, how
-    many groups the Average averages and the row's comparability line."""
+    many groups the Average averages, the row's comparability line and its judge's audit line."""
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow(board.header() + ["metric", "mode", "judge"] + [f"n {GROUP_LABELS[g]}" for g in COLUMNS]
-                    + ["groups averaged", "comparability"])
+                    + ["groups averaged", "comparability", "judge audit"])
     judge = "; ".join(board.judges)
     for row, cells in zip(board.rows, board.body(), strict=True):
         denominators = [str(row.cells[g].n) if g in row.cells else "" for g in COLUMNS]
         writer.writerow([c if c != MISSING else "" for c in cells] + [board.metric, board.mode, judge]
-                        + denominators + [str(len(row.scored)), board.comparability_of(row)])
+                        + denominators + [str(len(row.scored)), board.comparability_of(row),
+                                          board.judge_card_of(row)])
     return buffer.getvalue()
 
 
@@ -246,7 +267,8 @@ def to_latex(board: Leaderboard) -> str:
     lines += [" & ".join(_latex_escape(c) for c in cells) + r" \\" for cells in board.body()]
     # the footnotes travel with the table, one sentence each
     caption = " ".join(note if note.endswith(".") else note + "."
-                       for note in [board.caption, *board.comparability_lines, *board.footnotes()])
+                       for note in [board.caption, *board.comparability_lines, *board.judge_card_lines,
+                                    *board.footnotes()])
     lines += [r"\bottomrule", r"\end{tabular}", r"\caption{" + _latex_escape(caption) + "}",
               r"\end{table}"]
     return "\n".join(lines) + "\n"

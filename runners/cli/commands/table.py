@@ -8,6 +8,7 @@ from pathlib import Path
 from toolbench_adapter.errors import RUN_FOLDER_FIX, InputError
 from toolbench_adapter.evaluation.comparability import run_line
 from toolbench_adapter.evaluation.evaluations import choose_evaluation, describe_choice, refuse_mixed
+from toolbench_adapter.evaluation.judge_cards import citation
 from toolbench_adapter.evaluation.results import (
     is_score_file,
     read_score_file,
@@ -66,11 +67,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    rows, runs, counts, unfinished, comparable = [], [], {}, [], {}
+    rows, runs, counts, unfinished, comparable, cards = [], [], {}, [], {}, {}
     for item in map(Path, args.results):
         if item.is_dir() and (item / taxonomy.STEPS_FILE).exists():
             runs.append(item)
-            found = run_rows(item, args.judge_id, unfinished, comparable)
+            found = run_rows(item, args.judge_id, unfinished, comparable, cards)
             rows.extend(found)
             counts.update({row.model: run_counts(item) for row in found})
         elif is_score_file(item):
@@ -83,11 +84,11 @@ def run(args: argparse.Namespace) -> int:
                              fix=f"{RUN_FOLDER_FIX}; or a score file or label files (tba table --help)")
     renamed = relabel(rows, args.model_label)
     counts = {new.model: counts[old.model] for old, new in zip(rows, renamed, strict=True) if old.model in counts}
-    comparable = {new.model: comparable[old.model] for old, new in zip(rows, renamed, strict=True)
-                  if old.model in comparable}
+    comparable, cards = ({new.model: lines[old.model] for old, new in zip(rows, renamed, strict=True)
+                          if old.model in lines} for lines in (comparable, cards))
     rows = renamed
     out = Path(args.out)
-    for board in tables.build_leaderboards(rows, counts=counts, comparability=comparable):
+    for board in tables.build_leaderboards(rows, counts=counts, comparability=comparable, judge_cards=cards):
         written = tables.write_leaderboard(board, out, png=not args.no_png)
         print(tables.to_markdown(board))
         print("written: " + ", ".join(str(p) for p in written) + "\n")
@@ -106,10 +107,12 @@ def run(args: argparse.Namespace) -> int:
     return JUDGE_FAILURES_EXIT if unfinished else 0
 
 
-def run_rows(run_dir: Path, judge_id: str | None, unfinished: list, comparable: dict | None = None) -> list:
+def run_rows(run_dir: Path, judge_id: str | None, unfinished: list, comparable: dict | None = None,
+             cards: dict | None = None) -> list:
     """The score rows of a run folder's evaluation: ``judge_id``'s, else the latest complete one (evaluations.py),
     named on stdout with the others and its comparability line (``comparable``: model -> line, filled); a run
-    whose evaluations all failed joins ``unfinished``."""
+    whose evaluations all failed joins ``unfinished``; ``cards``: model -> its judge's audit line (judge_cards.py:
+    the card as it is now, so an audit made after the evaluation is cited)."""
     chosen, records = choose_evaluation(run_dir, judge_id)
     print(f"{run_dir}: {describe_choice(chosen, records)}")
     if chosen is None:
@@ -124,6 +127,9 @@ def run_rows(run_dir: Path, judge_id: str | None, unfinished: list, comparable: 
         rows = [row for path in chosen.label_files() if path.suffix == ".json" for row in rows_from_label_file(path)]
     if comparable is not None:
         comparable.update({row.model: text for row in rows})
+    if cards is not None and chosen.data.get("judge"):
+        card = citation(chosen.data["judge"])
+        cards.update({row.model: card for row in rows})
     return rows
 
 

@@ -220,6 +220,7 @@
     box.appendChild(cards);
     // against the StableToolBench leaderboard's setup (evaluation/comparability.py): on every first screen
     if (h.comparability) box.appendChild(el("p", {cls: /^comparable/.test(h.comparability) ? "meta" : "warning", id: "comparability", text: h.comparability}));
+    if (h.judgeCard) box.appendChild(el("p", {cls: "meta", id: "judge-card", text: h.judgeCard}));
     var marked = ["upstream", "strict"].map(function (mode) { return sopr[mode]; }).filter(function (s) { return s && s.mark; });
     if (marked.length) box.appendChild(el("p", {cls: "meta", id: "sopr-mark", text: marked[0].mark + " SoPR: " + marked[0].markWhy}));
     // evaluations are kept apart per judge (evaluation/evaluations.py): say whose labels these are
