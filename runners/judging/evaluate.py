@@ -19,6 +19,7 @@ from pathlib import Path
 
 from toolbench_adapter.answers.convert import convert_folder
 from toolbench_adapter.errors import InputError
+from toolbench_adapter.evaluation.counts import LabelCounts
 from toolbench_adapter.evaluation.evaluations import (
     TABLES_DIR,
     EvaluationWriter,
@@ -66,6 +67,7 @@ class Evaluation:
     text: str = ""
     judgements: int = 0  # (query, repeat) pairs judged, cached and decided by rule included
     judge_failures: int = 0  # of those, the ones without a verdict: not scored
+    labels: LabelCounts = field(default_factory=LabelCounts)  # by upstream's rule apart from the judge's (counts.py)
     failure_samples: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # why the row is marked (score_anyway)
     evaluation_id: str = ""  # its folder under eval/ and tables/ (evaluations.py)
@@ -79,11 +81,17 @@ def safe_name(text: str) -> str:
 
 
 def refuse_self_judging(client, manifest: dict, judge_self: bool) -> None:
-    """A judge that is the run's own model (the same model name: evaluations.same_model) is refused, exit 2
-    naming --judge-self, unless asked for; the local 135M judge (a pipeline check, labelled so) is let through."""
-    judge_model = getattr(client, "model", None) or getattr(client, "name", None)
+    """A judge that is the run's own model is refused (check_self_judging), asked of the built client."""
+    check_self_judging(manifest, getattr(client, "model", None) or getattr(client, "name", None),
+                       judge_self=judge_self, pipeline_check=bool(getattr(client, "judge_note", None)))
+
+
+def check_self_judging(manifest: dict, judge_model: str | None, *, judge_self: bool, pipeline_check: bool) -> None:
+    """The self-judge rule, in one place (tba evaluate after the run, tba eval before it): a judge that is the run's
+    own model (the same model name: evaluations.same_model) is refused, exit 2 naming --judge-self, unless asked
+    for; the local 135M judge (``pipeline_check``: a pipeline check, labelled so) is let through."""
     run_model = run_model_of(manifest)
-    if judge_self or getattr(client, "judge_note", None) or not same_model(run_model, judge_model):
+    if judge_self or pipeline_check or not same_model(run_model, judge_model):
         return
     where = ", ".join(run_endpoints_of(manifest))
     raise InputError(f"the judge {judge_model!r} is the run's own model ({run_model!r}{' at ' + where if where else ''})"
@@ -152,7 +160,8 @@ def evaluate_run(run_dir: str | Path, client, *, evaluator: str | None = None, e
                     parts.append(tables.to_markdown(board))
             result.evaluation_id = writer.finish(judgements=result.judgements, failed=result.judge_failures,
                                                  marks=notes, extra={"run_model": run_model_of(manifest),
-                                                                     "row": model})
+                                                                     "row": model,
+                                                                     "labels": result.labels.as_dict()})
         except BaseException:
             writer.discard()
             raise
@@ -181,6 +190,10 @@ def _judge_groups(result: Evaluation, run_dir: Path, groups: list[str], judge, w
         result.rows.extend(row for row in outcome.rows if row.score.runs or not row.score.errors)
         result.judgements += outcome.run.judgements
         result.judge_failures += outcome.run.errors
+        for entry in outcome.run.entries.values():
+            reasons = entry.get("reasons") or {}
+            for repeat, label in entry["is_solved"].items():
+                result.labels.add(label, reasons.get(repeat))
         result.failure_samples += [s for s in outcome.run.error_samples if s not in result.failure_samples]
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import datetime
 from collections import Counter
 
-from ..evaluation.counts import count
+from ..evaluation.counts import DEFINITIONS, count
 from ..evaluation.scores import STRICT, UPSTREAM, average
 from ..structured.describe import structured_fact
 from .run_data import RunData
@@ -32,6 +32,8 @@ def headline(run: RunData) -> dict:
         "infra_kinds": dict(counts.infra_failures_by_kind),
         "context_length": counts.context_length,  # finished at the model's context limit (counts.DEFINITIONS)
         "sopr": {},
+        # the words the cards use, defined once (counts.py): "answered" is a give_answer on every card
+        "words": {word: DEFINITIONS[word] for word in ("valid", "answered", "win", "by rule", "by the judge")},
     }
     per_group = Counter(q.group for q in run.queries)
     for mode in (UPSTREAM, STRICT):

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..answers.read import iter_answer_files, load_answer, split_file_name
 from ..errors import InputError
-from ..evaluation.counts import count_by_group, is_answered
+from ..evaluation.counts import LabelCounts, count_by_group, count_labels, is_answered
 from ..evaluation.evaluations import EVAL_DIR, EvaluationRecord, choose_evaluation, describe_choice
 from ..evaluation.labels import Label
 from ..evaluation.results import ScoreRow, is_score_file, read_score_file, rows_from_labels
@@ -107,6 +107,12 @@ class RunData:
         # every row of a run's page is this run's: its counts tell the footnotes how many queries were answered
         counts = count_by_group(q.count_record() for q in self.queries)
         return tables.build_leaderboards(self.score_rows, counts={row.model: counts for row in self.score_rows})
+
+    def label_counts(self) -> LabelCounts | None:
+        """The labels shown, by upstream's rule apart from the judge's (counts.py); None without label files."""
+        pairs = [(label, query.reasons[i] if i < len(query.reasons) else None)
+                 for query in self.queries for i, label in enumerate(query.labels)]
+        return count_labels(pairs) if pairs else None
 
     def failed_judgements(self) -> tuple[int, int | None]:
         """(judgements that failed, judgements): JudgeError labels (the judge gave no verdict after its retries)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 UPSTREAM = {"constrain": "off", "on_invalid": "observe"}
 
 
@@ -48,3 +50,21 @@ def row_suffix(config: dict | None) -> str:
     if policy["on_invalid"] != "observe":
         suffix += "@" + policy["on_invalid"].replace(":", "-")
     return suffix
+
+
+ROW_CONSTRAIN = re.compile(r"@constrain-([A-Za-z0-9_]+)")
+ROW_REASK = re.compile(r"@reask-(\d+)")
+
+
+def caption_notes(row_names) -> list[str]:
+    """What a leaderboard's caption says of rows whose runs were not upstream's (the row_suffix their names
+    carry): e.g. ``constrained decoding: schema (not upstream)``, ``re-ask on invalid calls: reask:2 (not
+    upstream)``; rows named in the note when the board mixes settings."""
+    notes: dict[str, list[str]] = {}
+    names = list(row_names)
+    for name in names:
+        for match in ROW_CONSTRAIN.finditer(name):
+            notes.setdefault(f"constrained decoding: {match.group(1)} (not upstream)", []).append(name)
+        for match in ROW_REASK.finditer(name):
+            notes.setdefault(f"re-ask on invalid calls: reask:{match.group(1)} (not upstream)", []).append(name)
+    return [note if len(rows) == len(names) else f"{note}: {', '.join(rows)}" for note, rows in notes.items()]
