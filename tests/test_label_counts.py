@@ -66,6 +66,9 @@ def test_evaluate_and_the_report_card_count_rule_labels_apart(tmp_path, capsys):
     # the cards' words are counts.py's, so "answered" is a give_answer on every card
     assert payload["headline"]["words"]["answered"] == DEFINITIONS["answered"]
     assert payload["headline"]["answered"] == 5
+    capsys.readouterr()
+    assert main(["table", str(run_dir), "--out", str(tmp_path / "tables"), "--no-png"]) == 0
+    assert f"{run_dir}: {expected}" in capsys.readouterr().out  # tba table says it too
 
 
 def test_no_card_uses_answered_for_an_answer_file():
@@ -74,3 +77,22 @@ def test_no_card_uses_answered_for_an_answer_file():
     root = Path(__file__).resolve().parents[1] / "toolbench_adapter" / "report"
     for path in (root / "html_assets" / "report.js", root / "run_index.py"):
         assert "test ids answered" not in path.read_text(), path
+
+
+def test_every_leaderboard_caption_says_constrained_decoding_is_not_upstream():
+    """`make eval`'s offline default decodes under a grammar (--constrain schema): every table says so."""
+    from toolbench_adapter.evaluation.results import ScoreRow
+    from toolbench_adapter.evaluation.scores import Score
+    from toolbench_adapter.report import tables
+
+    def row(model: str) -> ScoreRow:
+        return ScoreRow(model, "G1_instruction", Score("SoPR", "upstream", 50.0, n=2, runs=[50.0]), "CoT@1", "j")
+
+    board = tables.build_leaderboards([row("eval-hf-CoT1@constrain-schema")])[0]
+    for text in (board.caption, tables.to_markdown(board), tables.to_latex(board)):
+        assert "constrained decoding: schema (not upstream)" in text
+    upstream = tables.build_leaderboards([row("eval-hf-CoT1")])[0]
+    assert "constrained" not in upstream.caption
+    mixed = tables.build_leaderboards([row("a@constrain-schema@reask-2"), row("b")])[0]
+    assert "constrained decoding: schema (not upstream): a@constrain-schema@reask-2 (CoT@1)" in mixed.caption
+    assert "re-ask on invalid calls: reask:2 (not upstream)" in mixed.caption
