@@ -96,3 +96,15 @@ def test_every_leaderboard_caption_says_constrained_decoding_is_not_upstream():
     mixed = tables.build_leaderboards([row("a@constrain-schema@reask-2"), row("b")])[0]
     assert "constrained decoding: schema (not upstream): a@constrain-schema@reask-2 (CoT@1)" in mixed.caption
     assert "re-ask on invalid calls: reask:2 (not upstream)" in mixed.caption
+
+
+def test_a_run_named_for_its_settings_says_them_once_in_its_row():
+    """make eval's RUN names constrain (eval-hf-CoT1-constrain-schema); the row said it twice
+    (eval-hf-CoT1-constrain-schema@constrain-schema)."""
+    from toolbench_adapter.structured.describe import row_name
+
+    assert row_name("eval-hf-CoT1-constrain-schema", {"constrain": "schema"}) == "eval-hf-CoT1@constrain-schema"
+    both = {"constrain": "schema", "on_invalid": "reask:2"}
+    assert row_name("eval-x-CoT1-constrain-schema-reask-2", both) == "eval-x-CoT1@constrain-schema@reask-2"
+    assert row_name("mine", both) == "mine@constrain-schema@reask-2"
+    assert row_name("eval-hf-CoT1", {"constrain": "off"}) == "eval-hf-CoT1"

@@ -49,7 +49,7 @@ from toolbench_adapter.runfolder import (
     run_counts,
     summarize,
 )
-from toolbench_adapter.structured.describe import row_suffix
+from toolbench_adapter.structured.describe import row_name
 
 from ..config import RunConfig, select_queries
 from ..execution.runlock import RunFolderLock, describe, live_holder
@@ -117,8 +117,8 @@ def evaluate_run(run_dir: str | Path, client, *, evaluator: str | None = None, e
     method = manifest["config"]["method"]
     # the row is named after the run (a model "name" can be a 70-character replay path); --model-label renames
     # a run with --constrain / --on-invalid (not upstream) names them in its row: e.g. NAME@constrain-schema@reask-2
-    model = safe_name((model_label or str(manifest.get("name") or run_dir.resolve().name))
-                      + row_suffix(manifest.get("config")))
+    model = safe_name(row_name(model_label or str(manifest.get("name") or run_dir.resolve().name),
+                               manifest.get("config")))
     groups, notes = checked if checked is not None else check_run(run_dir, score_anyway)
     notes = list(notes)
     try:

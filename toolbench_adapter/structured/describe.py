@@ -52,6 +52,16 @@ def row_suffix(config: dict | None) -> str:
     return suffix
 
 
+def row_name(run_name: str, config: dict | None) -> str:
+    """A run's leaderboard row name: its name and row_suffix, the suffix said once when the name already ends with
+    it in dashes (make eval's RUN, e.g. eval-hf-CoT1-constrain-schema -> eval-hf-CoT1@constrain-schema)."""
+    suffix = row_suffix(config)
+    dashed = suffix.replace("@", "-")
+    if suffix and run_name.endswith(dashed) and len(run_name) > len(dashed):
+        run_name = run_name[: -len(dashed)]
+    return run_name + suffix
+
+
 ROW_CONSTRAIN = re.compile(r"@constrain-([A-Za-z0-9_]+)")
 ROW_REASK = re.compile(r"@reask-(\d+)")
 
