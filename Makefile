@@ -28,42 +28,33 @@ METHOD      ?= CoT@1
 DIALECT     ?= $(if $(filter openai-chat,$(BACKEND)),openai-tools)
 PARSER      ?=
 CONCURRENCY ?= 1
-RUN         ?= eval-$(BACKEND)-$(subst @,,$(METHOD))
+# structured output (not upstream) for make eval: constrained decoding is on by default for the local model (SmolLM2
+# answers 5 of the 6 sample queries with it, 0 without; every table says "constrained decoding: schema (not
+# upstream)"); CONSTRAIN=off is upstream's unconstrained decoding; ON_INVALID=observe|reask:N (tba run --help)
+CONSTRAIN   ?= $(if $(filter hf,$(BACKEND)),schema)
+ON_INVALID  ?=
+# the run folder's name says a setting that is not upstream's (a folder holds one set of settings)
+RUN         ?= eval-$(BACKEND)-$(subst @,,$(METHOD))$(if $(filter-out off,$(CONSTRAIN)),-constrain-$(CONSTRAIN))$(if \
+               $(filter-out observe,$(ON_INVALID)),-$(subst :,-,$(ON_INVALID)))
 CONFIG      ?= $(if $(filter hf,$(BACKEND)),runners/configs/smollm2.yaml)
 # the judge: the local model on the offline default (every table says a 135M judge checks the pipeline, not the
 # model); a served model needs a judge of its own, JUDGE_URL and JUDGE_MODEL (its key: OPENAI_API_KEY in the
-# environment), or JUDGE=self to let it judge itself (every table says self-judged). Neither: refused before the run
+# environment), or JUDGE=self to let it judge itself (every table says self-judged). Neither: refused by `tba eval`
+# before the run, with every other check (tba eval --help), in the order of their cost
 JUDGE         ?=
 JUDGE_BACKEND ?= $(if $(filter hf,$(BACKEND)),hf,openai)
 JUDGE_MODEL   ?=
 JUDGE_URL     ?=
 EVAL_TIMES    ?= 3
-# the flags a run and an evaluation take from the variables above (eval and compare-parsers-live share them)
+# the flags a run and an evaluation take from the variables above (eval, compare-parsers-live and compare-structured
+# share them)
 RUN_FLAGS    = --backend $(BACKEND) --method $(METHOD) $(if $(DIALECT),--dialect $(DIALECT)) --server $(SERVER) \
                --concurrency $(CONCURRENCY) $(if $(CONFIG),--config $(CONFIG)) $(if $(MODEL),--model $(MODEL)) \
                $(if $(BASE_URL),--base-url $(BASE_URL)) \
                $(if $(STB),--stb-root $(STB),--tool-root data/sample/toolenv/tools) $(if $(GROUPS),--groups $(GROUPS))
-JUDGE_FLAGS  = --judge-backend $(JUDGE_BACKEND) --evaluate-times $(EVAL_TIMES) $(if $(filter self,$(JUDGE)),--judge-self) \
+JUDGE_FLAGS  = --judge-backend $(JUDGE_BACKEND) --evaluate-times $(EVAL_TIMES) $(if $(JUDGE),--judge $(JUDGE)) \
                $(if $(JUDGE_MODEL),--judge-model $(JUDGE_MODEL)) $(if $(JUDGE_URL),--judge-url $(JUDGE_URL))
-# expanded first in eval, compare-parsers-live and compare-structured: an openai judge with nowhere to go stops make (exit 2) before
-# the run spends any model call
-JUDGE_CHECK  = $(if $(filter-out self,$(JUDGE)),$(error JUDGE=$(JUDGE): JUDGE takes only self (the run's model judges \
-               itself, marked self-judged) or nothing))$(if $(filter openai,$(JUDGE_BACKEND)),$(if \
-               $(JUDGE_URL)$(TBA_JUDGE_URL)$(filter self,$(JUDGE)),,$(error BACKEND=$(BACKEND) needs a judge of its \
-               own: JUDGE_URL=http://HOST/v1 JUDGE_MODEL=NAME (its key: OPENAI_API_KEY in the environment), or \
-               JUDGE=self to let $(or $(MODEL),the model) judge itself (every table then says self-judged))))$(if \
-               $(filter openai,$(JUDGE_BACKEND)),$(if $(filter self,$(JUDGE)),,$(if $(call model_key,$(MODEL)),$(if \
-               $(filter $(call model_key,$(MODEL)),$(call model_key,$(JUDGE_MODEL))),$(error JUDGE_MODEL=$(JUDGE_MODEL) \
-               is the run's own model (MODEL=$(MODEL)): a model grading its own answers gives no StableToolBench \
-               number; give a judge of its own (JUDGE_URL=http://HOST/v1 JUDGE_MODEL=NAME), or JUDGE=self to let it \
-               judge itself (every table then says self-judged))))))
-# a model name as `tba evaluate` compares a run's and its judge's (evaluations.model_key): case, an hf: prefix and an
-# organisation folder (ToolBench/ToolLLaMA-2-7b-v2) do not make another model
-lowercase    = $(subst A,a,$(subst B,b,$(subst C,c,$(subst D,d,$(subst E,e,$(subst F,f,$(subst G,g,$(subst H,h,$(subst \
-               I,i,$(subst J,j,$(subst K,k,$(subst L,l,$(subst M,m,$(subst N,n,$(subst O,o,$(subst P,p,$(subst Q,q,$(subst \
-               R,r,$(subst S,s,$(subst T,t,$(subst U,u,$(subst V,v,$(subst W,w,$(subst X,x,$(subst Y,y,$(subst \
-               Z,z,$(1)))))))))))))))))))))))))))
-model_key    = $(lastword $(subst /, ,$(patsubst hf:%,%,$(call lowercase,$(strip $(1))))))
+STRUCT_FLAGS = $(if $(CONSTRAIN),--constrain $(CONSTRAIN)) $(if $(ON_INVALID),--on-invalid $(ON_INVALID))
 
 # Unknown variables: a variable given on the command line that this Makefile never names is refused (exit 2)
 # with the closest known name, since make would ignore it (`make eval GROUP=G1_tool` would run all six groups).
@@ -94,9 +85,9 @@ endif
 # quoted for the shell.
 # "[needs ...]" marks a target that needs something the defaults cannot ship, and the variable or target giving it.
 quote        = '$(subst ','\'',$(1))'
-HELP_VARS    = $(filter-out HELP_VARS HELP_SHOWN quote closest_var unknown_var RUN_FLAGS JUDGE_FLAGS JUDGE_CHECK lowercase model_key PIP_OFFLINE,$(foreach v,$(.VARIABLES),$(if $(filter file override command,$(firstword $(origin $(v)))),$(v))))
-HELP_SHOWN   = BACKEND MODEL BASE_URL SERVER STB GROUPS METHOD DIALECT PARSER CONCURRENCY RUN JUDGE JUDGE_BACKEND \
-               JUDGE_MODEL JUDGE_URL EVAL_TIMES STB_ROOT PORT CACHE PARSER_INPUT REPORT_RUN REPORT_OUT COMPARE BENCH_ARGS
+HELP_VARS    = $(filter-out HELP_VARS HELP_SHOWN quote closest_var unknown_var RUN_FLAGS JUDGE_FLAGS STRUCT_FLAGS PIP_OFFLINE,$(foreach v,$(.VARIABLES),$(if $(filter file override command,$(firstword $(origin $(v)))),$(v))))
+# every variable a target reads: each one set with ?= here (the flag lists above are built from them), in file order
+HELP_SHOWN   = $(shell sed -nE 's/^([A-Z][A-Z0-9_]*)[[:space:]]*[?]=.*/\1/p' $(firstword $(MAKEFILE_LIST)))
 help:  ## list the targets and the variables they use, with the values they have now
 	@echo "Targets (make TARGET [VAR=value ...]):"
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort | \
@@ -135,9 +126,8 @@ lint: install  ## ruff, and the import layers (lint-imports: .importlinter)
 data: install  ## refresh the shipped StableToolBench query files in data/stabletoolbench (each download checked by digest before any is replaced) [needs a network]
 	$(TBA) data fetch --out data/stabletoolbench --overwrite
 
-eval: install  ## run a model end to end and print its leaderboard row -> results/runs/$(RUN) (offline default: SmolLM2 on data/sample)
-	$(JUDGE_CHECK)$(TBA) run --name $(RUN) $(RUN_FLAGS) $(if $(PARSER),--parser $(PARSER))
-	$(TBA) evaluate results/runs/$(RUN) $(JUDGE_FLAGS)
+eval: install  ## run a model end to end and print its leaderboard row -> results/runs/$(RUN) (offline default: SmolLM2 on data/sample, constrained decoding $(CONSTRAIN))
+	$(TBA) eval --name $(RUN) $(RUN_FLAGS) $(STRUCT_FLAGS) $(if $(PARSER),--parser $(PARSER)) $(JUDGE_FLAGS)
 
 # benchmarks print figures; BENCH_ARGS passes more flags to the script (python benchmarks/bench_X.py --help),
 # e.g. BENCH_ARGS="--queries 32" for a shorter bench-runner
@@ -196,7 +186,8 @@ LIVE_OUT     ?= results/parser_comparison_live
 # prints the comparison
 .PHONY: compare-parsers-live
 compare-parsers-live: install  ## the eval's model with LIVE_PARSERS in one fan-out, judged, compared on the pass rate -> $(LIVE_OUT)
-	$(JUDGE_CHECK)$(TBA) run --name $(LIVE_RUN) $(RUN_FLAGS) --parsers $(LIVE_PARSERS) --quiet
+	$(TBA) eval --check-only --name $(LIVE_RUN) $(RUN_FLAGS) $(JUDGE_FLAGS)
+	$(TBA) run --name $(LIVE_RUN) $(RUN_FLAGS) --parsers $(LIVE_PARSERS) --quiet
 	for parser in $$(echo '$(LIVE_PARSERS)' | tr , ' '); do log=results/runs/$(LIVE_RUN)/evaluate-$$parser.log; \
 	  $(TBA) evaluate results/runs/$(LIVE_RUN)/$$parser $(JUDGE_FLAGS) --quiet > $$log \
 	    || { status=$$?; cat $$log; exit $$status; }; done
@@ -215,7 +206,8 @@ STRUCT_JSON_CONFIG ?= $(if $(filter hf,$(BACKEND)),runners/configs/smollm2-json.
 STRUCT_JSON_FLAGS   = $(if $(CONFIG),$(subst --config $(CONFIG),$(if $(STRUCT_JSON_CONFIG),--config $(STRUCT_JSON_CONFIG)),$(RUN_FLAGS)),$(RUN_FLAGS)) --dialect json-object
 .PHONY: compare-structured
 compare-structured: install  ## {toolllama, json-object} x {--constrain off, schema} x {--on-invalid observe, reask:2} on the eval's model, judged, one table -> $(STRUCT_OUT)
-	$(JUDGE_CHECK)set -e; runs=; for variant in $(STRUCT_VARIANTS); do \
+	$(TBA) eval --check-only --name $(STRUCT_RUN) $(RUN_FLAGS) $(JUDGE_FLAGS)
+	set -e; runs=; for variant in $(STRUCT_VARIANTS); do \
 	  dialect=$${variant%%:*}; rest=$${variant#*:}; constrain=$${rest%%:*}; policy=$${rest#*:}; \
 	  name=$(STRUCT_RUN)/$$dialect-$$constrain-$$(echo $$policy | tr : -); runs="$$runs results/runs/$$name"; \
 	  if [ $$dialect = json-object ]; then flags='$(STRUCT_JSON_FLAGS)'; else flags='$(RUN_FLAGS)'; fi; \

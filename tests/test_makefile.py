@@ -78,3 +78,52 @@ def test_an_install_that_cannot_reach_pip_says_it_needs_a_network(tmp_path):
     assert done.returncode == 2
     assert f"installing into {venv} needs a network once" in done.stderr and "VENV=DIR" in done.stderr
     assert not (venv / ".installed").exists()
+
+
+def variables_targets_read(text: str) -> set[str]:
+    """The variables a target reads: every $(NAME) of its rule line and recipe, and, through the derived variables
+    (RUN_FLAGS, TBA, ...: assigned with = or :=) that those name, the variables they read in turn."""
+    logical = re.sub(r"\\\n", " ", text).splitlines()  # continuation lines joined
+    assigned = {}
+    for line in logical:
+        if (m := re.match(r"^(?:override\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*([:?+]?=)(.*)$", line)):
+            assigned[m.group(1)] = (m.group(2), m.group(3))
+    refs = re.compile(r"\$[({]([A-Za-z_][A-Za-z0-9_]*)[)}:]")
+    rule_lines = [line for line in logical if line.startswith("\t")
+                  or re.match(r"^[A-Za-z0-9_.$()/-]+\s*:(?!=)", line)]
+    todo = {name for line in rule_lines for name in refs.findall(line)}
+    seen: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        if name in assigned:
+            todo |= set(refs.findall(assigned[name][1]))
+    # what a user sets: the ?= variables (the derived ones are built from them); make's own names are not
+    return {name for name in seen if assigned.get(name, ("?=",))[0] == "?=" and name.isupper()
+            and name not in ("MAKEFILE_LIST", "MAKE", "CURDIR")}
+
+
+def test_make_help_lists_every_variable_a_target_reads():
+    """Was: `make help` left out STRUCT_VARIANTS, LIVE_PARSERS, JUDGE_FLAGS' inputs, PARSER_CORPUS, ... ."""
+    read = variables_targets_read((PROJECT_ROOT / "Makefile").read_text(encoding="utf-8"))
+    assert {"STRUCT_VARIANTS", "LIVE_PARSERS", "PARSER_CORPUS", "CONSTRAIN", "ON_INVALID", "JUDGE_BACKEND",
+            "EVAL_TIMES", "VENV", "E2E_ARGS"} <= read
+    base = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+    done = subprocess.run(["make", "-s", "help"], cwd=PROJECT_ROOT, env=base, capture_output=True, text=True,
+                          timeout=60)  # help runs nothing but echo, grep and awk
+    assert done.returncode == 0, done.stderr
+    listed = set(re.findall(r"^  ([A-Z][A-Z0-9_]*)=", done.stdout.split("Variables (now):", 1)[1], re.M))
+    assert read - listed == set()
+
+
+def test_make_eval_passes_constrain_and_on_invalid_for_every_backend():
+    offline = make("eval")  # the local model: constrained decoding by default (not upstream), its run named so
+    assert "--constrain schema" in offline.stdout and "--name eval-hf-CoT1-constrain-schema" in offline.stdout
+    upstream = make("eval", "CONSTRAIN=off")
+    assert "--constrain off" in upstream.stdout and "--name eval-hf-CoT1 " in upstream.stdout
+    served = make("eval", "BACKEND=openai-chat", "CONSTRAIN=schema", "ON_INVALID=reask:2")
+    assert "--constrain schema --on-invalid reask:2" in served.stdout
+    assert "--name eval-openai-chat-CoT1-constrain-schema-reask-2" in served.stdout
+    assert "--constrain" not in make("eval", "BACKEND=openai-chat").stdout  # others: upstream unless asked

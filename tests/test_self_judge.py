@@ -56,10 +56,12 @@ def evaluate(run_dir: Path, tmp_path: Path, *extra: str) -> int:
                  *extra])
 
 
-def make(*args: str) -> subprocess.CompletedProcess:
+def make(*args: str, dry: bool = True) -> subprocess.CompletedProcess:
+    """`make -n` (the commands, nothing run); ``dry=False`` runs them: for refusals, which `tba eval` (its checks
+    before any model call: runners/cli/commands/eval.py) gives before anything is loaded or asked."""
     env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS", "TBA_JUDGE_URL")}
-    return subprocess.run(["make", "-n", *args], cwd=PROJECT_ROOT, capture_output=True, text=True, env=env,
-                          timeout=60)
+    return subprocess.run(["make", *(["-n"] if dry else []), *args], cwd=PROJECT_ROOT, capture_output=True,
+                          text=True, env=env, timeout=120)
 
 
 # ---- make eval --------------------------------------------------------------------------------------------------
@@ -67,25 +69,28 @@ def make(*args: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.skipif(not shutil.which("make"), reason="GNU make is not installed")
 def test_make_eval_with_a_served_model_and_no_judge_stops_before_the_run():
-    """Was: `tba evaluate ... --judge-model MODEL --judge-url BASE_URL` (JUDGE_MODEL ?= $(MODEL)): self-judged."""
-    served_flags = ["BACKEND=openai-completions", "BASE_URL=http://127.0.0.1:8000/v1", "MODEL=ToolLLaMA-2-7b-v2"]
-    done = make("eval", *served_flags)
+    """Was: `tba evaluate ... --judge-model MODEL --judge-url BASE_URL` (JUDGE_MODEL ?= $(MODEL)): self-judged.
+    The check is `tba eval`'s now (the Makefile has no JUDGE_CHECK): BASE_URL answers nothing, so an exit 2 naming
+    the judge came before the model endpoint was asked."""
+    served_flags = ["BACKEND=openai-completions", "BASE_URL=http://127.0.0.1:9/v1", "MODEL=ToolLLaMA-2-7b-v2"]
+    done = make("eval", *served_flags, dry=False)
     assert done.returncode == 2
-    for needle in ("JUDGE_URL=", "JUDGE_MODEL=", "OPENAI_API_KEY", "JUDGE=self"):
+    for needle in ("JUDGE_URL=", "JUDGE_MODEL=", "OPENAI_API_KEY", "JUDGE=self", "no judge given"):
         assert needle in done.stderr, needle
-    assert "tba run" not in done.stdout  # stopped before the run spends a model call
     for target in ("compare-parsers-live", "compare-structured"):
-        assert make(target, *served_flags).returncode == 2
+        refused = make(target, *served_flags, dry=False)
+        assert refused.returncode == 2 and "no judge given" in refused.stderr
+        assert "tba run" not in refused.stdout  # stopped at `tba eval --check-only`, before the run
     asked = make("eval", *served_flags, "JUDGE=self")
-    assert asked.returncode == 0 and "--judge-self" in asked.stdout and "--judge-url" not in asked.stdout
+    assert asked.returncode == 0 and "--judge self" in asked.stdout and "--judge-url" not in asked.stdout
     judged = make("eval", *served_flags, "JUDGE_URL=https://api.openai.com/v1", "JUDGE_MODEL=gpt-4o-mini")
     assert judged.returncode == 0
     assert "--judge-model gpt-4o-mini --judge-url https://api.openai.com/v1" in judged.stdout
-    assert "--judge-self" not in judged.stdout and "ToolLLaMA-2-7b-v2 --judge-url" not in judged.stdout
-    wrong = make("eval", *served_flags, "JUDGE=yes")
-    assert wrong.returncode == 2 and "JUDGE takes only self" in wrong.stderr
+    assert "--judge self" not in judged.stdout and "ToolLLaMA-2-7b-v2 --judge-url" not in judged.stdout
+    wrong = make("eval", *served_flags, "JUDGE=yes", dry=False)
+    assert wrong.returncode == 2 and "argument --judge: invalid choice: 'yes'" in wrong.stderr
     offline = make("eval")  # the offline default keeps its local judge
-    assert offline.returncode == 0 and "--judge-backend hf" in offline.stdout and "--judge-self" not in offline.stdout
+    assert offline.returncode == 0 and "--judge-backend hf" in offline.stdout and "--judge self" not in offline.stdout
 
 
 @pytest.mark.skipif(not shutil.which("make"), reason="GNU make is not installed")
@@ -94,15 +99,16 @@ def test_make_eval_with_a_served_model_and_no_judge_stops_before_the_run():
                                                 ("ToolBench/ToolLLaMA-2-7b-v2", "ToolLLaMA-2-7b-v2")])
 def test_make_refuses_a_judge_that_is_the_runs_own_model_before_the_run(target, model, judge_model):
     """Was: JUDGE_URL given, so JUDGE_CHECK passed; the whole run was spent before `tba evaluate` refused (exit 2).
-    The same model by `tba evaluate`'s rule (case, an organisation folder) is refused by make, naming JUDGE=self."""
-    served_flags = ["BACKEND=openai-completions", "BASE_URL=http://127.0.0.1:8000/v1", f"MODEL={model}",
-                    "JUDGE_URL=http://127.0.0.1:8000/v1", f"JUDGE_MODEL={judge_model}"]
-    done = make(target, *served_flags)
+    The same model by `tba evaluate`'s rule (case, an organisation folder) is refused before the run by `tba eval`,
+    which applies that rule itself (runners/judging/evaluate.py: check_self_judging), naming JUDGE=self."""
+    served_flags = ["BACKEND=openai-completions", "BASE_URL=http://127.0.0.1:9/v1", f"MODEL={model}",
+                    "JUDGE_URL=http://127.0.0.1:9/v1", f"JUDGE_MODEL={judge_model}"]
+    done = make(target, *served_flags, dry=False)
     assert done.returncode == 2, done.stdout
     assert "is the run's own model" in done.stderr and "JUDGE=self" in done.stderr
     assert "tba run" not in done.stdout and "tba evaluate" not in done.stdout  # stopped before any model call
     asked = make(target, *served_flags, "JUDGE=self")
-    assert asked.returncode == 0 and "--judge-self" in asked.stdout
+    assert asked.returncode == 0 and "--judge self" in asked.stdout
     other = make(target, *served_flags[:-1], "JUDGE_MODEL=gpt-4o-mini")
     assert other.returncode == 0 and "--judge-model gpt-4o-mini" in other.stdout
 

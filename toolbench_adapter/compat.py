@@ -20,7 +20,7 @@ class Compat:
     suffix_match_names: bool = True
     # env: a Finish whose arguments are not JSON is read by the substring heuristic
     finish_fallback_heuristic: bool = True
-    # evaluation: pass rate divides by answered queries only (a missing answer file vanishes)
+    # evaluation: pass rate divides by the queries with an answer file only (a missing answer file vanishes)
     answered_only_denominator: bool = True
     # server: simulated entries are written into the cache (ours are always marked as simulated)
     cache_simulated_responses: bool = True

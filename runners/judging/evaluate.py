@@ -20,6 +20,7 @@ from pathlib import Path
 from toolbench_adapter.answers.convert import convert_folder
 from toolbench_adapter.errors import RUN_FOLDER_FIX, InputError
 from toolbench_adapter.evaluation.comparability import SETUP_FIELD, assess, line
+from toolbench_adapter.evaluation.counts import LabelCounts
 from toolbench_adapter.evaluation.evaluations import (
     TABLES_DIR,
     EvaluationWriter,
@@ -51,7 +52,7 @@ from toolbench_adapter.runfolder import (
     run_counts,
     summarize,
 )
-from toolbench_adapter.structured.describe import row_suffix
+from toolbench_adapter.structured.describe import row_name
 
 from ..config import RunConfig, select_queries
 from ..execution.runlock import RunFolderLock, describe, live_holder
@@ -69,6 +70,7 @@ class Evaluation:
     text: str = ""
     judgements: int = 0  # (query, repeat) pairs judged, cached and decided by rule included
     judge_failures: int = 0  # of those, the ones without a verdict: not scored
+    labels: LabelCounts = field(default_factory=LabelCounts)  # by upstream's rule apart from the judge's (counts.py)
     failure_samples: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # why the row is marked (score_anyway)
     evaluation_id: str = ""  # its folder under eval/ and tables/ (evaluations.py)
@@ -82,12 +84,20 @@ def safe_name(text: str) -> str:
 
 
 def refuse_self_judging(client, manifest: dict, judge_self: bool) -> None:
-    """A judge that is the run's own model (the same model name, or the same weights under another served name:
-    evaluations.is_own_model) is refused, exit 2 naming --judge-self, unless asked for; the local 135M judge (a
-    pipeline check, labelled so) is let through."""
-    judge_model = getattr(client, "model", None) or getattr(client, "name", None)
+    """A judge that is the run's own model is refused (check_self_judging), asked of the built client."""
+    check_self_judging(manifest, getattr(client, "model", None) or getattr(client, "name", None),
+                       judge_self=judge_self, pipeline_check=bool(getattr(client, "judge_note", None)), client=client)
+
+
+def check_self_judging(manifest: dict, judge_model: str | None, *, judge_self: bool, pipeline_check: bool,
+                       client=None) -> None:
+    """The self-judge rule, in one place (tba evaluate after the run, tba eval before it): a judge that is the run's
+    own model (the same model name, or, given the built ``client``, the same weights under another served name:
+    evaluations.is_own_model) is refused, exit 2 naming --judge-self, unless asked for; the local 135M judge
+    (``pipeline_check``: a pipeline check, labelled so) is let through."""
     run_model = run_model_of(manifest)
-    if judge_self or getattr(client, "judge_note", None) or not is_own_model(manifest, client, judge_model):
+    own = is_own_model(manifest, client, judge_model) if client is not None else same_model(run_model, judge_model)
+    if judge_self or pipeline_check or not own:
         return
     where = ", ".join(run_endpoints_of(manifest))
     how = "" if same_model(run_model, judge_model) else f" under another name (the same weights: {manifest['weights']})"
@@ -114,8 +124,8 @@ def evaluate_run(run_dir: str | Path, client, *, evaluator: str | None = None, e
     method = manifest["config"]["method"]
     # the row is named after the run (a model "name" can be a 70-character replay path); --model-label renames
     # a run with --constrain / --on-invalid (not upstream) names them in its row: e.g. NAME@constrain-schema@reask-2
-    model = safe_name((model_label or str(manifest.get("name") or run_dir.resolve().name))
-                      + row_suffix(manifest.get("config")))
+    model = safe_name(row_name(model_label or str(manifest.get("name") or run_dir.resolve().name),
+                               manifest.get("config")))
     groups, notes = checked if checked is not None else check_run(run_dir, score_anyway)
     notes = list(notes)
     try:
@@ -165,7 +175,8 @@ def evaluate_run(run_dir: str | Path, client, *, evaluator: str | None = None, e
                                                                      "row": model, "comparability": {
                                                                          "comparable": comparable,
                                                                          "reasons": reasons},
-                                                                     "judge_card": card})
+                                                                     "judge_card": card,
+                                                                     "labels": result.labels.as_dict()})
         except BaseException:
             writer.discard()
             raise
@@ -194,6 +205,10 @@ def _judge_groups(result: Evaluation, run_dir: Path, groups: list[str], judge, w
         result.rows.extend(row for row in outcome.rows if row.score.runs or not row.score.errors)
         result.judgements += outcome.run.judgements
         result.judge_failures += outcome.run.errors
+        for entry in outcome.run.entries.values():
+            reasons = entry.get("reasons") or {}
+            for repeat, label in entry["is_solved"].items():
+                result.labels.add(label, reasons.get(repeat))
         result.failure_samples += [s for s in outcome.run.error_samples if s not in result.failure_samples]
 
 

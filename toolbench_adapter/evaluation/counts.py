@@ -15,6 +15,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from ..outcomes import FINISHED, HARNESS_ERROR, INFRA_FAILURE
+from ..protocol.evaluation import EMPTY_FINAL_ANSWER_REASON, NO_ANSWER_REASON
+from .labels import Label
 
 # reading a run folder's records (queries.jsonl, answer files) is the layout's job: runfolder.py
 
@@ -30,6 +32,12 @@ DEFINITIONS = {
            "judged pass; tba evaluate RUN judges them)",
     "judged": "the queries a pass rate divides by: upstream, every finished query's answer file (one "
               "without a final answer is Unsolved); strict, the whole test set",
+    "with an answer file": "test ids of the test set whose query has an answer file (what strict SoPR's n of N "
+                           "counts; not \"answered\", which asks for a give_answer)",
+    "by rule": "labels upstream's decision procedure gives without a judge call: an answer with no Finish, or an "
+               "empty or given-up final answer, is Unsolved",
+    "by the judge": "labels the judge was asked for: a verdict (Solved, Unsure, Unsolved) or none (JudgeError, "
+                    "never scored)",
 }
 
 
@@ -99,3 +107,52 @@ def count_by_group(records: Iterable[Mapping]) -> dict[str, Counts]:
     for record in records:
         groups.setdefault(str(record["group"]), Counts()).add(record)
     return groups
+
+
+# the reasons judge.early_judgement writes on the labels it gives without a judge call (the label files keep them)
+RULE_REASONS = frozenset({NO_ANSWER_REASON, EMPTY_FINAL_ANSWER_REASON})
+
+
+@dataclass
+class LabelCounts:
+    """An evaluation's labels (one per query and repeat): given by upstream's rule without a judge call, or asked
+    of the judge, and of those how many got no verdict. Every card and summary says them apart, so 18 labels all
+    given by rule never read as 18 judge verdicts."""
+
+    labels: int = 0
+    by_rule: int = 0
+    by_judge: int = 0  # judge calls made (cached ones included): verdicts and failures
+    failed: int = 0  # of by_judge: no verdict (JudgeError)
+
+    def add(self, label: object, reason: object) -> None:
+        self.labels += 1
+        if Label.parse(str(label)) is Label.ERROR:
+            self.by_judge += 1
+            self.failed += 1
+        elif str(reason or "") in RULE_REASONS:
+            self.by_rule += 1
+        else:
+            self.by_judge += 1
+
+    def text(self) -> str:
+        """e.g. "18 labels: 3 by rule (no Finish or no final answer), 15 by the judge, all gave a verdict"."""
+        if not self.by_judge:
+            verdicts = "no judge call"
+        elif not self.failed:
+            verdicts = "all gave a verdict"
+        else:
+            verdicts = f"{self.failed} without a verdict (JudgeError)"
+        return (f"{self.labels} labels: {self.by_rule} by rule (no Finish or no final answer), "
+                f"{self.by_judge} by the judge, {verdicts}")
+
+    def as_dict(self) -> dict:
+        return {"labels": self.labels, "by_rule": self.by_rule, "by_judge": self.by_judge, "failed": self.failed,
+                "text": self.text()}
+
+
+def count_labels(pairs: Iterable[tuple[object, object]]) -> LabelCounts:
+    """(label, reason) pairs, one per query and repeat, as label files store them."""
+    totals = LabelCounts()
+    for label, reason in pairs:
+        totals.add(label, reason)
+    return totals

@@ -7,7 +7,7 @@ from __future__ import annotations
 import datetime
 from collections import Counter
 
-from ..evaluation.counts import count
+from ..evaluation.counts import DEFINITIONS, count
 from ..evaluation.scores import STRICT, UPSTREAM, average
 from ..structured.describe import structured_fact
 from .run_data import RunData
@@ -35,6 +35,8 @@ def headline(run: RunData) -> dict:
         # against the StableToolBench leaderboard's setup, on every page's first screen (comparability.py)
         "comparability": run.comparability(),
         "judgeCard": run.judge_card(),  # its judge's audit (judge_cards.py), beside the comparability line
+        # the words the cards use, defined once (counts.py): "answered" is a give_answer on every card
+        "words": {word: DEFINITIONS[word] for word in ("valid", "answered", "win", "by rule", "by the judge")},
     }
     per_group = Counter(q.group for q in run.queries)
     for mode in (UPSTREAM, STRICT):

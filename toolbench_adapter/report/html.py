@@ -117,6 +117,7 @@ def _run_payload(index: int, run: RunData, details: list[str]) -> dict:
     return {
         "name": run.name, "path": str(run.path), "parser": run.parser, "notes": run.notes,
         "facts": facts(run), "headline": headline(run), "judgeFailures": list(run.failed_judgements()),
+        "labelCounts": labels.as_dict() if (labels := run.label_counts()) else None,
         "evaluation": _evaluation_payload(run),
         "manifest": run.manifest, "judges": run.judges, "labelFiles": run.label_files, "groups": groups,
         "boards": [{"caption": b.caption, "comparability": b.comparability_lines + b.judge_card_lines, "header": b.header(),

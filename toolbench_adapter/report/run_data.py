@@ -19,7 +19,7 @@ from pathlib import Path
 from ..answers.read import iter_answer_files, load_answer, split_file_name
 from ..errors import RUN_FOLDER_FIX, InputError
 from ..evaluation.comparability import run_line
-from ..evaluation.counts import count_by_group, is_answered
+from ..evaluation.counts import LabelCounts, count_by_group, count_labels, is_answered
 from ..evaluation.evaluations import EVAL_DIR, EvaluationRecord, choose_evaluation, describe_choice
 from ..evaluation.judge_cards import citation
 from ..evaluation.labels import Label
@@ -122,6 +122,12 @@ class RunData:
         """The audit line of the shown evaluation's judge (evaluation/judge_cards.py), "" without an evaluation."""
         judge = self.evaluation.data.get("judge") if self.evaluation is not None else None
         return citation(judge) if judge else ""
+
+    def label_counts(self) -> LabelCounts | None:
+        """The labels shown, by upstream's rule apart from the judge's (counts.py); None without label files."""
+        pairs = [(label, query.reasons[i] if i < len(query.reasons) else None)
+                 for query in self.queries for i, label in enumerate(query.labels)]
+        return count_labels(pairs) if pairs else None
 
     def failed_judgements(self) -> tuple[int, int | None]:
         """(judgements that failed, judgements): JudgeError labels (the judge gave no verdict after its retries)

@@ -120,9 +120,9 @@ def _score(h: dict, mode: str) -> str:
     # † (headline.incomplete): failed judgements left out, or an evaluation that is not complete; why on hover
     text = html.escape(score["text"]) + (f' <span title="{html.escape(score["markWhy"])}">{score["mark"]}</span>'
                                          if score.get("mark") else "")
-    if mode == "strict":  # n of N = test ids answered of the whole test set
+    if mode == "strict":  # n of N = test ids with an answer file of the whole test set (counts.DEFINITIONS)
         return (f'{text} <span class="muted">({score["n"] - score["missing"]} of '
-                f'{score["n"]} test ids)</span>')
+                f'{score["n"]} test ids with an answer file)</span>')
     return f'{text} <span class="muted">({score["n"]} of {score["N"]})</span>'
 
 
@@ -157,9 +157,9 @@ INDEX_TEMPLATE = """<!DOCTYPE html>
 <header id="top"><h1>{title}</h1><p class="meta">{meta} · {count} runs · each name opens that run's page</p></header>
 <main id="main">
 {table}
-<p class="meta">SoPR upstream: (n of N) = queries judged of the queries run (denominator: answered queries, as
-StableToolBench). SoPR strict: (n of N test ids) = test ids answered of the whole test set, a missing answer
-counting Unsolved. Infrastructure failures: queries stopped by the model endpoint, the tool server, a replay gap
+<p class="meta">SoPR upstream: (n of N) = queries judged of the queries run (denominator: the queries with an
+answer file, as StableToolBench). SoPR strict: (n of N test ids) = test ids with an answer file of the whole test
+set, a missing answer counting Unsolved. "Answered" elsewhere: a valid answer whose final answer is a give_answer. Infrastructure failures: queries stopped by the model endpoint, the tool server, a replay gap
 or the harness, not by the model.</p>
 </main>
 </body>

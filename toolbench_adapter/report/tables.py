@@ -26,6 +26,7 @@ from ..evaluation.results import ScoreRow
 from ..evaluation.scores import STRICT, UPSTREAM, Score, average
 from ..evaluation.storage import write_text_atomic
 from ..queries import GROUP_LABELS
+from ..structured.describe import caption_notes
 
 COLUMNS = list(GROUP_LABELS)  # README SoPR order: I1 Inst, I1 Cat, I1 Tool, I2 Cat, I2 Inst, I3 Inst
 AVERAGE = "Average"
@@ -97,7 +98,9 @@ class Leaderboard:
     @property
     def caption(self) -> str:
         judge = ", ".join(self.judges) if self.judges else "not recorded"
-        return f"{self.title}: {self.note}. Judge: {judge}."
+        # a run with --constrain / --on-invalid (its row name's suffix) is said to be no upstream setting
+        structured = "".join(f"; {note}" for note in caption_notes(r.name for r in self.rows))
+        return f"{self.title}: {self.note}. Judge: {judge}{structured}."
 
     def cell(self, score: Score | None) -> str:
         return score.text(self.with_std) if is_scored(score) else MISSING

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 UPSTREAM = {"constrain": "off", "on_invalid": "observe"}
 
 
@@ -51,3 +53,31 @@ def row_suffix(config: dict | None) -> str:
     if policy["on_invalid"] != "observe":
         suffix += "@" + policy["on_invalid"].replace(":", "-")
     return suffix
+
+
+def row_name(run_name: str, config: dict | None) -> str:
+    """A run's leaderboard row name: its name and row_suffix, the suffix said once when the name already ends with
+    it in dashes (make eval's RUN, e.g. eval-hf-CoT1-constrain-schema -> eval-hf-CoT1@constrain-schema)."""
+    suffix = row_suffix(config)
+    dashed = suffix.replace("@", "-")
+    if suffix and run_name.endswith(dashed) and len(run_name) > len(dashed):
+        run_name = run_name[: -len(dashed)]
+    return run_name + suffix
+
+
+ROW_CONSTRAIN = re.compile(r"@constrain-([A-Za-z0-9_]+)")
+ROW_REASK = re.compile(r"@reask-(\d+)")
+
+
+def caption_notes(row_names) -> list[str]:
+    """What a leaderboard's caption says of rows whose runs were not upstream's (the row_suffix their names
+    carry): e.g. ``constrained decoding: schema (not upstream)``, ``re-ask on invalid calls: reask:2 (not
+    upstream)``; rows named in the note when the board mixes settings."""
+    notes: dict[str, list[str]] = {}
+    names = list(row_names)
+    for name in names:
+        for match in ROW_CONSTRAIN.finditer(name):
+            notes.setdefault(f"constrained decoding: {match.group(1)} (not upstream)", []).append(name)
+        for match in ROW_REASK.finditer(name):
+            notes.setdefault(f"re-ask on invalid calls: reask:{match.group(1)} (not upstream)", []).append(name)
+    return [note if len(rows) == len(names) else f"{note}: {', '.join(rows)}" for note, rows in notes.items()]

@@ -5,7 +5,7 @@ from __future__ import annotations
 HELP = """\
 Turns a run folder into its leaderboard row: converts every group's answer files (StableToolBench's
 converted format), judges them with the StableToolBench decision procedure (--evaluate-times repeats,
-cached), scores SoPR (upstream: answered queries; strict: the whole test set) and writes the leaderboard and
+cached), scores SoPR (upstream: the queries with an answer file; strict: the whole test set) and writes the leaderboard and
 the error taxonomy (status codes and parse error kinds per group). A run whose queries ended in
 infrastructure failures (see tba run --help), a run still running or an interrupted one (selected queries
 never ran), is refused (exit 2, naming how many and the tba run command that redoes or finishes it) unless
@@ -41,11 +41,27 @@ this process keeps the progress bar, the cache and every file, so the files are 
 def register(subparsers) -> None:
     import argparse
 
-    from ._common import add_judge_constrain, add_judge_option, add_judge_url
-
     p = subparsers.add_parser("evaluate", help="convert, judge and tabulate a run folder", description=HELP,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("run_dir", help="a folder written by tba run")
+    add_judge_arguments(p)
+    p.add_argument("--concurrency", type=int, default=4, help="judge requests in flight (default 4)")
+    p.add_argument("--executor", choices=("threads", "ray"), default="threads",
+                   help="threads of this process (default) or ray: judge request batches as tasks of a Ray "
+                   "cluster (pip install -e '.[ray]')")
+    p.add_argument("--ray-address", default=None,
+                   help="executor ray: the cluster to join, e.g. auto or ray://head:10001 (default: start a "
+                   "local one for this evaluation)")
+    p.add_argument("--cache", default="results/cache/judge.jsonl",
+                   help="judgement cache file (shared: the same judge asks no answer twice)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.set_defaults(func=run)
+
+
+def add_judge_arguments(p) -> None:
+    """The judge's flags (tba evaluate; tba eval takes them too)."""
+    from ._common import add_judge_constrain, add_judge_option, add_judge_url
+
     p.add_argument("--judge-backend", default="openai", help="openai (default) or hf (local model)")
     p.add_argument("--judge-model", default=None, help="judge model (openai: served name; hf: local folder)")
     add_judge_url(p)  # repeatable: several endpoints serving the same judge
@@ -54,6 +70,8 @@ def register(subparsers) -> None:
                    help="let the run's own model judge its answers (default: its model and endpoints, unless "
                    "--judge-model / --judge-url say otherwise); refused without this flag. Every table, CSV row "
                    "and report headline then says self-judged: not a StableToolBench number")
+    p.add_argument("--judge", choices=("self",), default=None,
+                   help="self: the same as --judge-self (make's JUDGE=self; another value is exit 2)")
     p.add_argument("--judge-mode", choices=("auto", "json", "tools"), default="auto",
                    help="tools = forced tool call; json = prompt-driven JSON; auto (default) = ask the judge once: a "
                    "forced tool call answered with one gives tools, else json (recorded in the evaluation)")
@@ -68,22 +86,11 @@ def register(subparsers) -> None:
     p.add_argument("--evaluator", default=None, help="evaluator folder or name (default: the project's own)")
     p.add_argument("--evaluators-dir", default=None, help="where evaluator names are looked up")
     p.add_argument("--evaluate-times", type=int, default=3, help="independent judgements per query (default 3)")
-    p.add_argument("--concurrency", type=int, default=4, help="judge requests in flight (default 4)")
-    p.add_argument("--executor", choices=("threads", "ray"), default="threads",
-                   help="threads of this process (default) or ray: judge request batches as tasks of a Ray "
-                   "cluster (pip install -e '.[ray]')")
-    p.add_argument("--ray-address", default=None,
-                   help="executor ray: the cluster to join, e.g. auto or ray://head:10001 (default: start a "
-                   "local one for this evaluation)")
-    p.add_argument("--cache", default="results/cache/judge.jsonl",
-                   help="judgement cache file (shared: the same judge asks no answer twice)")
     p.add_argument("--model-label", default=None, help="row name in the tables (default: the run's name)")
     p.add_argument("--score-anyway", action="store_true",
                    help="score a run that holds infrastructure failures or was interrupted (refused otherwise, exit "
                    "2), and write the leaderboard although judgements failed (exit 3 still); the table marks its "
                    "row with \u2020 and a footnote per reason")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
-    p.set_defaults(func=run)
 
 
 def run(args) -> int:
@@ -100,6 +107,7 @@ def run(args) -> int:
         redo_command,
     )
 
+    args.judge_self = args.judge_self or args.judge == "self"
     checked = check_run(args.run_dir, args.score_anyway)  # refuse before a judge is loaded or asked (read once)
     check_cache_path(args.cache)  # an unwritable --cache is exit 2 now, not a traceback at the first verdict
     model, urls = judge_target(args, read_manifest(Path(args.run_dir)))
@@ -125,6 +133,7 @@ def run(args) -> int:
         if executor is not None:
             executor.close()
     print(result.text)
+    print(f"labels: {result.labels.text()}")  # upstream's rule apart from the judge's verdicts (counts.py)
     identity = result.identity
     print(f"evaluation: {result.evaluation_id} (RUN/eval/{result.evaluation_id}, RUN/tables/{result.evaluation_id}); "
           f"judge {identity.label}; judge mode {identity.mode} ({result.mode_choice})")

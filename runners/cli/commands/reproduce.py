@@ -27,7 +27,7 @@ from toolbench_adapter.report.tables import build_leaderboards, to_markdown
 HELP = f"""\
 Recompute the pass rate (SoPR) and win rate (SoWR) from released label files and print them as leaderboards:
 the six groups, the Average (mean of the six) and I1 / I2 / I3 (means of the G1 groups, the G2 groups, and
-G3_instruction). SoPR in both denominators: upstream (answered queries) and strict (the whole test-id set,
+G3_instruction). SoPR in both denominators: upstream (the queries with an answer file) and strict (the whole test-id set,
 missing answers Unsolved; each strict cell says "n of N test ids"). SoWR as upstream (ties count 0) and
 corrected (ties count half). A score over one judge repeat prints no ±.
 

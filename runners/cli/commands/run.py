@@ -76,6 +76,12 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("run", help="run a model on the benchmark (resumable)", epilog=EPILOG,
                               description=f"Run queries through {known_forms()} and write answer files.",
                               formatter_class=__import__("argparse").RawDescriptionHelpFormatter)
+    add_run_arguments(p)
+    p.set_defaults(func=run)
+
+
+def add_run_arguments(p, *, fanout: bool = True) -> None:
+    """The run's flags (tba run; tba eval takes them too, without the fan-out and --json)."""
     p.add_argument("--config", help="YAML file with run settings (keys as the flags, with underscores)")
     p.add_argument("--name", help="run name: output goes to OUT_ROOT/NAME (default: default)")
     p.add_argument("--out-root", help="folder holding runs (default: results/runs)")
@@ -102,8 +108,10 @@ def register(subparsers) -> None:
     p.add_argument("--dialect-option", action="append", default=[], metavar="KEY=VALUE",
                    help="dialect setting, e.g. history=thought, template=chat, prefill='Thought: '")
     p.add_argument("--parser", help="output parser (default: the dialect's; toolllama: react-find)")
-    p.add_argument("--parsers", metavar="P1,P2,...", help="parser fan-out: one run folder per parser under NAME/, "
-                   "model calls shared while trajectories agree (temperature 0 only); see runners/execution/fanout.py")
+    if fanout:
+        p.add_argument("--parsers", metavar="P1,P2,...", help="parser fan-out: one run folder per parser under "
+                       "NAME/, model calls shared while trajectories agree (temperature 0 only); see "
+                       "runners/execution/fanout.py")
     p.add_argument("--flavour", choices=("legacy", "current"), help="function format (default: current)")
     p.add_argument("--compat", choices=("stb", "strict"), help="upstream quirks (stb, default) or corrected")
     p.add_argument("--server", action="append", metavar="URL",
@@ -143,8 +151,8 @@ def register(subparsers) -> None:
                    "and the model asked again, at most N times, with a message naming what was wrong and the format "
                    "expected; then observe). Every call is checked either way: steps.jsonl records its violations")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.add_argument("--json", action="store_true", help="print the totals as one JSON object, not as lines")
-    p.set_defaults(func=run)
+    if fanout:
+        p.add_argument("--json", action="store_true", help="print the totals as one JSON object, not as lines")
 
 
 def config_from_args(args) -> RunConfig:
@@ -221,7 +229,7 @@ def run(args) -> int:
     with stopping_now_exits(redo):
         manifest = runner.run()
     totals = manifest["totals"]
-    if args.json:
+    if getattr(args, "json", False):
         print(json.dumps({"run": str(cfg.run_dir), **totals, "redo": redo if totals["infra_failures"] else None},
                          indent=2))
     else:

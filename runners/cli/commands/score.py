@@ -12,7 +12,7 @@ from ._common import JUDGE_FAILURES_EXIT
 HELP = """\
 Score label files without any judge request. Pass-rate labels ({model}/{group}_{model}.json or .csv, upstream
 layout, or {model}/{group}.json in per-model folders, the model named by the folder) give SoPR as upstream
-computes it (Solved 1, Unsure 0.5; per-repeat score over answered queries; mean and population std over
+computes it (Solved 1, Unsure 0.5; per-repeat score over the queries with an answer file; mean and population std over
 repeats) and, with --test-ids, strict (denominator = the whole test set, missing answers
 Unsolved). Preference files ({group}_{ref}_{out}.json or .csv) give SoWR as upstream (wins / all ids, ties 0)
 and corrected (ties count half). Files and folders (searched recursively) may be mixed; a folder where no

@@ -115,6 +115,9 @@ def run_rows(run_dir: Path, judge_id: str | None, unfinished: list, comparable: 
     the card as it is now, so an audit made after the evaluation is cited)."""
     chosen, records = choose_evaluation(run_dir, judge_id)
     print(f"{run_dir}: {describe_choice(chosen, records)}")
+    labels = (chosen.data.get("labels") or {}).get("text") if chosen is not None else None
+    if labels:  # upstream's rule apart from the judge's verdicts (counts.LabelCounts, recorded by tba evaluate)
+        print(f"{run_dir}: {labels}")
     if chosen is None:
         if records:
             unfinished.append((run_dir, records[-1]))

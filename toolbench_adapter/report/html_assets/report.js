@@ -187,12 +187,14 @@
       return el("span", {cls: "fact"}, el("span", {cls: "muted", text: x[0] + " "}), el("b", {text: String(x[1])}));
     })));
     var cards = el("div", {cls: "headline", id: "headline"});
+    var words = h.words || {};  // evaluation/counts.py's DEFINITIONS: one meaning per word on every card
     var sopr = h.sopr || {};
     ["upstream", "strict"].forEach(function (mode) {
       var s = sopr[mode];
       var note = mode === "upstream" ? "denominator: judged queries (every answer file)" : "denominator: whole test set";
       // upstream divides by the queries judged; strict by the whole test set, a missing answer counting Unsolved
-      var sub = !s ? "" : mode === "upstream" ? "n " + s.n + " of " + s.N + " queries" : "n " + (s.n - s.missing) + " of " + s.n + " test ids answered";
+      // "answered" is counts.py's one meaning (a give_answer): the strict n counts test ids with an answer file
+      var sub = !s ? "" : mode === "upstream" ? "n " + s.n + " of " + s.N + " queries judged" : "n " + (s.n - s.missing) + " of " + s.n + " test ids with an answer file";
       // not the score of a complete evaluation (failed judgements left out): the tables' mark, and its footnote below
       if (s) cards.appendChild(card("SoPR " + mode, s.text + (s.mark ? " " + s.mark : ""), sub,
         note + (s.mark ? "; " + s.mark + " " + s.markWhy : ""), "sopr-" + mode));
@@ -201,7 +203,7 @@
     // the run summary's counts (evaluation/counts.py): the same words and numbers as tba run prints
     var counted = h.answered === undefined ? "" : " · answered " + h.answered + ", win " + h.win;
     cards.appendChild(card("valid answers", h.valid + " / " + h.queries, pct(h.valid, h.queries) + counted,
-      "valid: a final answer was given; answered: valid, and it is a give_answer; win: upstream's win flag (not judged)", "valid"));
+      ["valid", "answered", "win"].map(function (w) { return w + ": " + words[w]; }).join("; "), "valid"));
     var infraText = h.infra + " / " + h.queries;
     var kinds = Object.keys(h.infra_kinds || {}).map(function (k) { return k + " " + h.infra_kinds[k]; }).join(", ");
     var infraSub = h.outcome_unknown === h.queries ? "unknown: run written before outcomes were recorded" : (kinds || "none");
@@ -212,10 +214,13 @@
       "finished at the model's context limit", "the model endpoint refused a request as longer than the model's " +
       "context: the chain ended there, as upstream's does (not an infrastructure failure)", "context-length"));
     var jf = run.judgeFailures || [0, null];  // [failed judgements, judgements (null: unknown)]
+    // labels given by upstream's rule (no Finish) counted apart from the judge's (evaluation/counts.py): a card
+    // never says the judge gave verdicts it was never asked for
+    var lc = run.labelCounts;
     if (run.boards.length || jf[1]) {
-      cards.appendChild(card("failed judgements", jf[1] === null ? String(jf[0]) : jf[0] + " / " + jf[1],
-        jf[0] ? "JudgeError: no verdict" : "every judgement gave a verdict",
-        "judgements where the judge gave no verdict after its retries (label JudgeError)", "judge-failures", jf[0] ? "bad" : ""));
+      cards.appendChild(card("failed judgements", lc ? jf[0] + " / " + lc.by_judge + " judge calls" :
+        jf[1] === null ? String(jf[0]) : jf[0] + " / " + jf[1], lc ? lc.text : jf[0] ? "JudgeError: no verdict" : "",
+        "by rule: " + words["by rule"] + "; by the judge: " + words["by the judge"], "judge-failures", jf[0] ? "bad" : ""));
     }
     box.appendChild(cards);
     // against the StableToolBench leaderboard's setup (evaluation/comparability.py): on every first screen

@@ -1,0 +1,111 @@
+"""tba eval: run, evaluate and tabulate in one command (`make eval` calls it), every check done first."""
+
+from __future__ import annotations
+
+HELP = """\
+One command from a model to its leaderboard row: tba run (the run's flags), then tba evaluate on its folder
+(the judge's flags; the leaderboards and the error taxonomy printed and written under RUN/tables/).
+
+Every setting is checked before any model is loaded or any call is made, cheapest first, so a mistake costs
+nothing: the run's settings, the backend's name (an unknown one names the closest), the dialect, parser,
+method and executor, the query data (--stb-root / --tool-root: the queries are read now), the judge (a judge
+backend that exists; an openai judge needs --judge-url; a judge that is the run's own model is refused
+unless --judge-self: the rule tba evaluate applies, evaluations.same_model), the run folder and the judge
+cache being writable. --check-only stops there (exit 0: every check passed): make's compare-parsers-live and
+compare-structured run it before their own runs.
+
+The judge's --concurrency and --cache are --judge-concurrency and --judge-cache here (--concurrency is the
+run's). Rerunning the same command goes on where it stopped: finished queries are skipped, cached verdicts
+kept. Exit status: 0 done; 2 bad input (nothing run); 3 the run holds infrastructure failures (not judged;
+the same command redoes them) or judgements failed."""
+
+
+def register(subparsers) -> None:
+    import argparse
+
+    from .evaluate import add_judge_arguments
+    from .run import add_run_arguments
+
+    p = subparsers.add_parser("eval", help="run, evaluate and tabulate in one command (checks first)",
+                              description=HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_run_arguments(p, fanout=False)
+    add_judge_arguments(p)
+    p.add_argument("--judge-concurrency", type=int, default=4, help="judge requests in flight (default 4)")
+    p.add_argument("--judge-cache", default="results/cache/judge.jsonl",
+                   help="judgement cache file (default results/cache/judge.jsonl)")
+    p.add_argument("--check-only", action="store_true",
+                   help="do every check, then stop (exit 0: the same command without it would start the run)")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from . import evaluate
+    from . import run as run_command
+
+    cfg, evaluate_args, summary = check(args)
+    if args.check_only:
+        print(f"tba eval: every check passed ({summary}); nothing loaded, nothing run")
+        return 0
+    code = run_command.run(args)
+    if code:  # infrastructure failures: judging now would score a run with holes (tba evaluate refuses it)
+        print(f"tba eval: not evaluated: the run holds infrastructure failures; rerun the same command to redo them "
+              f"and evaluate ({cfg.run_dir})")
+        return code
+    return evaluate.run(evaluate_args)
+
+
+def check(args):
+    """(the run's config, tba evaluate's arguments, a one-line summary) once every check passed; InputError or
+    UnknownNameError (exit 2) at the first that fails. The order is the cost of finding out: flags, names, files."""
+    import argparse
+
+    from toolbench_adapter.dialects import DIALECTS
+    from toolbench_adapter.errors import InputError
+    from toolbench_adapter.evaluation.cache import check_cache_path
+    from toolbench_adapter.evaluation.chat import CHAT_CLIENTS
+    from toolbench_adapter.fileio import check_writable
+    from toolbench_adapter.parsers import PARSERS
+
+    from ...config import select_queries
+    from ...execution.executors import executor_class
+    from ...judging.evaluate import check_self_judging
+    from ...models import BACKENDS
+    from ._common import judge_client_options
+    from .evaluate import judge_target
+    from .run import config_from_args
+
+    args.judge_self = args.judge_self or args.judge == "self"
+    cfg = config_from_args(args)  # every setting's type and range
+    for registry, name in ((BACKENDS, cfg.backend), (DIALECTS, cfg.dialect), (PARSERS, cfg.parser)):
+        if name and name not in registry:
+            registry.get(name)  # raises: unknown NAME, did you mean ...
+    cfg.search_method()
+    executor_class(cfg.executor)
+    queries = select_queries(cfg)  # the data path: read now, not after the model has loaded
+    if not queries:
+        raise InputError("the selection holds no query", field="--groups / --query-ids / --limit",
+                         fix="widen the selection (tba queries lists what the data holds)")
+    if cfg.tool_root:
+        from pathlib import Path
+
+        if not Path(cfg.tool_root).is_dir():
+            raise InputError("no such folder", path=cfg.tool_root, field="--tool-root",
+                             fix="pass the tool environment folder (toolenv/tools), or leave --tool-root out")
+    if args.judge_backend not in CHAT_CLIENTS:
+        CHAT_CLIENTS.get(args.judge_backend)  # raises with the known judge backends
+    evaluate_args = argparse.Namespace(**vars(args))
+    evaluate_args.run_dir = str(cfg.run_dir)
+    evaluate_args.concurrency = args.judge_concurrency
+    evaluate_args.cache = args.judge_cache
+    evaluate_args.executor, evaluate_args.ray_address = "threads", None
+    # the run as its manifest will read: the judge is checked against it now, with tba evaluate's own rule
+    planned = {"config": cfg.as_dict(), "backend": cfg.backend, "model": cfg.model}
+    judge_model, _urls = judge_target(evaluate_args, planned)
+    check_self_judging(planned, judge_model, judge_self=args.judge_self,
+                       pipeline_check=args.judge_backend == "hf" and not judge_model)  # the local 135M judge
+    judge_client_options(evaluate_args)
+    check_writable(cfg.run_dir)
+    check_cache_path(args.judge_cache)
+    summary = (f"backend {cfg.backend}, {len(queries)} queries, judge {args.judge_backend}"
+               f"{' ' + judge_model if judge_model else ''}{' (self)' if args.judge_self else ''}")
+    return cfg, evaluate_args, summary
