@@ -54,7 +54,7 @@ class TbaParser(argparse.ArgumentParser):
     def error(self, message: str):
         # `tba cache build --answres a`: argparse misses --answers before it looks at the unknown flag, yet the
         # typo is the cause, so name it
-        if message.startswith("the following arguments are required"):
+        if message.startswith(("the following arguments are required", "one of the arguments")):
             given = [a for a in getattr(self, "arguments_given", []) if self.unknown_flag(a)]
             if given:
                 self.unknown_arguments(given)
