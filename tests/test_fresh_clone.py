@@ -164,7 +164,7 @@ def check_compare_parsers(clone, env, standin):
     assert not (clone / "results" / "runs").exists()
     out = ok(make(clone, env, "compare-parsers"))
     assert "data/parser_corpus/react_outputs.jsonl" in make(clone, env, "-n", "compare-parsers").stdout
-    assert re.search(r"react-robust\s+parsed\s+\d+/\d+", out)
+    assert re.search(r"react-robust\s+read a call\s+\d+\s+parsed\s+\d+/\d+", out)
     assert (clone / "results" / "parser_comparison" / "summary.md").stat().st_size > 0
 
 
