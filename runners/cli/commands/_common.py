@@ -6,6 +6,8 @@ import argparse
 import os
 import shlex
 
+from ..ranges import COUNT
+
 
 def add_stb_root(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
@@ -64,7 +66,7 @@ def add_judge_flags(parser: argparse.ArgumentParser, *, evaluator_help: str, pre
     parser.add_argument("--evaluator", default="default", help=evaluator_help)
     parser.add_argument("--evaluators-dir", action="append", default=[], metavar="DIR",
                         help="where to look up evaluator names, e.g. <stb>/toolbench/tooleval/evaluators")
-    parser.add_argument("--attempts", type=int, default=3,
+    parser.add_argument("--attempts", type=COUNT, default=3,
                         help="requests per verdict when the judge answers malformed (default 3)")
     add_judge_option(parser)
     parser.add_argument("--cache", default="results/cache/judge.jsonl", metavar="FILE",

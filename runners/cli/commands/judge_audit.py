@@ -11,6 +11,7 @@ from toolbench_adapter.evaluation.evaluator import load_evaluator
 from toolbench_adapter.evaluation.labelsets import discover_all
 from toolbench_adapter.fileio import write_text_atomic
 
+from ..ranges import COUNT
 from ._common import (
     JUDGE_FAILURES_EXIT,
     add_judge_constrain,
@@ -50,11 +51,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_judge_flags(parser, evaluator_help="evaluator folder or name (default: the project's own)",
                     prefill_help="openai judge on vLLM/SGLang: start the verdict for the model (continue_final_message)")
     add_judge_constrain(parser)
-    parser.add_argument("--evaluate-times", type=int, default=None,
+    parser.add_argument("--evaluate-times", type=COUNT, default=None,
                         help="repeats per answer (default: as many as the released labels hold)")
-    parser.add_argument("--limit", type=int, default=None, metavar="N",
+    parser.add_argument("--limit", type=COUNT, default=None, metavar="N",
                         help="audit only the first N queries of each label file")
-    parser.add_argument("--concurrency", type=int, default=4, help="parallel judge requests (default 4)")
+    parser.add_argument("--concurrency", type=COUNT, default=4, help="parallel judge requests (default 4)")
     parser.add_argument("--out", default=None, metavar="FILE", help="also write the audit as JSON")
     parser.set_defaults(func=run)
 
