@@ -31,6 +31,7 @@ from .published_averages import (  # noqa: F401  (the checks are part of this mo
 )
 from .published_cells import PublishedCell, parse_cell, prints_as  # noqa: F401
 from .published_columns import METRICS, column_key, metric_word  # noqa: F401
+from .published_file import read_table_text
 from .published_formats import find_grids
 from .published_names import BY_MATCH, BY_PRESET, BY_WORDS, normalise, pair_rows, unmatched_text  # noqa: F401
 from .published_tables import PublishedRow, PublishedTable, tables_from_grid
@@ -73,11 +74,7 @@ def parse_metric_choice(text: str) -> MetricChoice:
 def read_tables(path: str | Path, *, meta: dict | None = None) -> list[PublishedTable]:
     """Every published table in a file (numbered 1, 2, ... in file order: FILE#N)."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("published table not found", path=path,
-                         fix=f"pass a {FORMS} file, or one of {', '.join(SETS)}") from None
+    text = read_table_text(path, f"{FORMS} file, or one of {', '.join(SETS)}")
     tables: list[PublishedTable] = []
     problems: list[str] = []
     for grid in find_grids(path, text):
@@ -195,7 +192,7 @@ def readings_text(tables: list[PublishedTable]) -> str:
 # ---- published against reproduced --------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(slots=True)  # one per published cell: a large table holds millions
 class CellComparison:
     row: PublishedRow
     column: str

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
+from functools import lru_cache
 
 NUMBER, EMPTY, TEXT = "number", "not reported", "text"
 EMPTY_MARKS = {"", "/", "-", "–", "—", "--", "---", "n/a", "na", "n.a.", "none", "✗", "×"}
@@ -30,7 +31,7 @@ _ENTITIES = {"&plusmn;": "±", "&pm;": "±", "&ndash;": "–", "&mdash;": "—",
 NUMBER_RE = re.compile(r"^(-?\d+(?:\.(\d+))?)(?:±(\d+(?:\.\d+)?))?$")
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)  # one per distinct printed cell (read is cached): shared, never changed
 class PublishedCell:
     text: str  # as printed, markup taken off
     mean: float
@@ -110,9 +111,19 @@ def _footnote_marks(text: str) -> str:
     return text
 
 
+# a cell with none of these holds no markup, mark or delta: only its spaces change (most cells of a big table)
+_MARKUP_CHARS = re.compile("[" + re.escape("\\${}<&[]!`*_~^()+\u2212\u00a0↑↓▲▼" + _FOOTNOTE_CHARS + _SUPERSCRIPTS)
+                           + "]")
+_SPACES = re.compile(r"\s+")
+_AROUND_PM = re.compile(r"\s*±\s*")
+
+
 def clean(text: str, *, keep_percent: bool = False) -> str:
     """The cell's text without markup, footnote marks, % signs (``keep_percent``: kept, for a heading shown as
     printed) or deltas, spaces around ± closed up."""
+    if not _MARKUP_CHARS.search(text):  # the same result as below, without its two dozen substitutions
+        text = _AROUND_PM.sub("±", _SPACES.sub(" ", text).strip())
+        return (text if keep_percent else text.replace("%", "")).strip()
     text = _html(_latex(text))
     text = re.sub(f"\\^?[{_FOOTNOTE_CHARS.replace('*', '')}{_SUPERSCRIPTS}]", "", text)  # before emphasis: _x_¹
     text = _markdown(text)
@@ -127,13 +138,14 @@ def clean(text: str, *, keep_percent: bool = False) -> str:
     return (text if keep_percent else text.replace("%", "")).strip()
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class Reading:
     kind: str  # NUMBER, EMPTY or TEXT
     text: str  # cleaned
     cell: PublishedCell | None = None
 
 
+@lru_cache(maxsize=1 << 16)  # a large table prints the same few thousand cells again and again
 def read(text: str) -> Reading:
     cleaned = clean(text)
     if cleaned.lower() in EMPTY_MARKS:

@@ -1,0 +1,75 @@
+"""`tba reproduce --published` on what is not a table printed as text (issue 35 item 4): exit 2 naming the file,
+never a traceback, and never a read without bound."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from runners.cli import main
+from toolbench_adapter.evaluation import published, published_file
+from toolbench_adapter.evaluation.published_markdown import split_cells, split_cells_carefully
+
+TABLE = ("| Method | I1 Inst | I1 Cat | I1 Tool | I2 Cat | I2 Inst | I3 Inst | Average |\n|---|---|---|---|---|---|---|---|\n"
+         "| A | 1.0 | 2.0 | 3.0 | 4.0 | 5.0 | 6.0 | 3.5 |\n")
+
+
+def refused(capsys, path) -> str:
+    assert main(["reproduce", "--published", str(path), "--check-only"]) == 2
+    err = capsys.readouterr().err
+    assert str(path) in err and "Traceback" not in err
+    return err
+
+
+def test_a_binary_file_is_refused_by_name(tmp_path, capsys):
+    path = tmp_path / "table.md"
+    path.write_bytes(b"| a | b |\n\x00\x01\x02\xff" * 10)
+    assert "binary file" in refused(capsys, path)
+
+
+def test_bytes_that_are_not_utf8_are_refused_by_name(tmp_path, capsys):
+    path = tmp_path / "table.md"
+    path.write_bytes(TABLE.encode("utf-8") + "| B | 52,2 é |\n".encode("latin-1"))
+    assert "not UTF-8 text" in refused(capsys, path)
+
+
+def test_a_folder_is_refused_by_name(tmp_path, capsys):
+    assert "not a regular file (a folder)" in refused(capsys, tmp_path)
+
+
+def test_a_file_over_the_cap_is_refused_before_it_is_read_whole(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(published_file, "MAX_BYTES", 100)
+    path = tmp_path / "table.md"
+    path.write_text(TABLE * 5)
+    assert "larger than" in refused(capsys, path)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path):
+    fifo = tmp_path / "table.md"
+    os.mkfifo(fifo)
+    done = subprocess.run([sys.executable, "-m", "runners.cli", "reproduce", "--published", str(fifo), "--check-only"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "not a regular file" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="no /dev/zero here")
+def test_dev_zero_is_refused_at_once_not_read_until_memory_runs_out():
+    done = subprocess.run([sys.executable, "-m", "runners.cli", "reproduce", "--published", "/dev/zero",
+                           "--check-only"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "/dev/zero: not a regular file" in done.stderr
+
+
+def test_a_text_table_still_reads_with_its_newlines_as_text_mode_gives_them(tmp_path):
+    path = tmp_path / "table.md"
+    path.write_bytes(TABLE.replace("\n", "\r\n").encode("utf-8"))
+    table = published.read_table(path)
+    assert [row.name for row in table.rows] == ["A"] and table.rows[0].cells["Average"].mean == 3.5
+
+
+@pytest.mark.parametrize("line", ["| a | b |", "a|b", "|", "| a | b | ", "  | 52.2 ± 1.1 |  **x** |", "||", "| a |b"])
+def test_the_quick_cell_split_agrees_with_the_careful_one(line):
+    assert split_cells(line) == split_cells_carefully(line.strip())
