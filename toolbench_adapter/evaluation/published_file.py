@@ -27,7 +27,7 @@ def read_table_text(path: Path, forms: str) -> str:
         what = "a folder" if stat.S_ISDIR(info.st_mode) else "a device, pipe or socket"
         raise InputError(f"not a regular file ({what}): no published table to read", path=path, fix=FIX)
     with os.fdopen(fd, "rb") as file:
-        data = file.read(MAX_BYTES + 1)  # bounded even where the size on disk says less than there is
+        data = _read_bounded(file, min(info.st_size, MAX_BYTES) + 1)
     if len(data) > MAX_BYTES or info.st_size > MAX_BYTES:
         raise InputError(f"larger than {MAX_BYTES >> 20} MiB, more than any published table", path=path,
                          fix="pass the file of the table itself, or cut it to the tables you compare")
@@ -40,3 +40,19 @@ def read_table_text(path: Path, forms: str) -> str:
         raise InputError(f"not UTF-8 text (byte {exc.start} cannot be read)", path=path,
                          fix=f"{FIX}, saved as UTF-8") from None
     return text.replace("\r\n", "\n").replace("\r", "\n")  # as Path.read_text's universal newlines
+
+
+def _read_bounded(file, first: int) -> bytes:
+    """At most MAX_BYTES + 1 bytes: the size on disk first (a buffer that size, not the cap's), then more in
+    chunks only while the file keeps giving (it grew, or its size said less than there is)."""
+    data = file.read(first)
+    if len(data) < first:
+        return data  # the whole file
+    chunks, total = [data], len(data)
+    while total <= MAX_BYTES:
+        chunk = file.read(min(1 << 20, MAX_BYTES + 1 - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks)

@@ -40,7 +40,7 @@ from .published_grids import Grid
 CONTEXT_LINES = 8  # how far above a table a heading may be and still name its metric
 
 
-@dataclass
+@dataclass(slots=True)  # one per row: a large table holds hundreds of thousands
 class PublishedRow:
     name: str
     cells: dict[str, PublishedCell] = field(default_factory=dict)  # group or AVERAGE -> cell
