@@ -74,10 +74,11 @@ def parse_metric_choice(text: str) -> MetricChoice:
 def read_tables(path: str | Path, *, meta: dict | None = None) -> list[PublishedTable]:
     """Every published table in a file (numbered 1, 2, ... in file order: FILE#N)."""
     path = Path(path)
-    text = read_table_text(path, f"{FORMS} file, or one of {', '.join(SETS)}")
+    # the text is let go once its grids are cut out of it (a large file need not be held twice)
+    grids = find_grids(path, read_table_text(path, f"{FORMS} file, or one of {', '.join(SETS)}"))
     tables: list[PublishedTable] = []
     problems: list[str] = []
-    for grid in find_grids(path, text):
+    for grid in grids:
         found, trouble = tables_from_grid(grid, path)
         tables += found
         problems += trouble

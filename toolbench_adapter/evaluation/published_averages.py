@@ -29,7 +29,7 @@ def _same(value: float, printed: float, decimals: int) -> bool:
     return prints_as(value, printed, decimals)
 
 
-@dataclass
+@dataclass(slots=True)  # one per row with an Average: a large table holds hundreds of thousands
 class AverageCheck:
     table: PublishedTable
     row: PublishedRow

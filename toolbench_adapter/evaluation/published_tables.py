@@ -143,6 +143,7 @@ class _Part:
     rows: list[PublishedRow] = field(default_factory=list)
     sections: list[str] = field(default_factory=list)  # the section label of each row
     dropped: dict[int, int] = field(default_factory=dict)  # column index -> numbers in a second column of a group
+    placed: set[int] = field(default_factory=set)  # the indices of ``columns``
 
 
 def context_metric(grid: Grid) -> tuple[str | None, str]:
@@ -166,7 +167,7 @@ def tables_from_grid(grid: Grid, path: Path) -> tuple[list[PublishedTable], list
     expected = len(grid.rows[0])
     readings = [[cells.read(c) for c in row] + [cells.Reading(cells.EMPTY, "")] * (width - len(row))
                 for row in grid.rows]
-    raw = [row + [""] * (width - len(row)) for row in grid.rows]
+    raw = [row if len(row) == width else row + [""] * (width - len(row)) for row in grid.rows]  # no copy of full rows
     h = 0
     while h < len(raw) and not _is_data(readings[h]):
         distinct = {c.strip() for c in raw[h] if c.strip()}
@@ -274,11 +275,15 @@ def _read_parts(grid: Grid, path: Path, raw, readings, h: int, expected: int) ->
                 metric, source = section_metric
             else:
                 metric, source = context, context_source
-            part = parts.setdefault(metric, _Part(metric, source, []))
-            if column not in part.columns:
+            part = parts.get(metric)
+            if part is None:
+                part = parts[metric] = _Part(metric, source, [])
+            if column.index not in part.placed:  # by index: comparing whole columns was the slowest step
+                part.placed.add(column.index)
                 part.columns.append(column)
-            if not part.rows or part.rows[-1].line != grid.line_of(i) or part.rows[-1].name != name:
-                part.rows.append(PublishedRow(name, line=grid.line_of(i)))
+            line = grid.line_of(i)
+            if not part.rows or part.rows[-1].line != line or part.rows[-1].name != name:
+                part.rows.append(PublishedRow(name, line=line))
                 part.sections.append(section)
             if not _put(part.rows[-1], column, row[column.index], raw[i][column.index]) \
                     and row[column.index].kind == cells.NUMBER:
