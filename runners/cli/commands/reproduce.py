@@ -119,6 +119,7 @@ def run(args: argparse.Namespace) -> int:
     if tables:
         print()
         print(published_text(comparisons), end="")
+        comparisons.clear()  # one per published cell: let go before the Average checks of a large table
         averages = published.averages_text(tables, only_flagged=True)
         if averages:
             print()
