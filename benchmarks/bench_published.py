@@ -36,7 +36,7 @@ def write_table(path: Path, *, rows: int | None = None, megabytes: float | None 
     limit = int(megabytes * 1e6) if megabytes else None
     written, count = 0, 0
     with path.open("w", encoding="utf-8") as out:
-        out.write(HEADER + PAIRED)
+        out.write("**Pass Rate:**\n\n" + HEADER + PAIRED)  # the metric named above the table, as papers do
         while (rows is not None and count < rows) or (limit is not None and written < limit):
             line = row(count)
             out.write(line)

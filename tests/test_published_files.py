@@ -73,3 +73,15 @@ def test_a_text_table_still_reads_with_its_newlines_as_text_mode_gives_them(tmp_
 @pytest.mark.parametrize("line", ["| a | b |", "a|b", "|", "| a | b | ", "  | 52.2 ± 1.1 |  **x** |", "||", "| a |b"])
 def test_the_quick_cell_split_agrees_with_the_careful_one(line):
     assert split_cells(line) == split_cells_carefully(line.strip())
+
+
+def test_a_table_whose_metric_nothing_names_is_asked_about_not_guessed(tmp_path, capsys):
+    """Issue 35, published tables round two: the metric was guessed from ± (SoPR) and printed as such."""
+    path = tmp_path / "t.md"
+    path.write_text(TABLE)
+    assert main(["reproduce", "--published", str(path), "--check-only"]) == 2
+    err = capsys.readouterr().err
+    assert "nothing names the metric of t.md#1" in err and f"--published-metric '{path}#1=SoWR'" in err
+    assert main(["reproduce", "--published", str(path), "--check-only", "--published-metric", f"{path}#1=SoWR"]) == 0
+    path.write_text("Pass rate of each model:\n\n" + TABLE)  # a paragraph above the table names it
+    assert main(["reproduce", "--published", str(path), "--check-only"]) == 0

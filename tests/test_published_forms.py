@@ -260,14 +260,14 @@ def test_the_metric_from_a_caption_a_section_row_a_leading_column_and_the_header
 def test_a_header_that_places_nowhere_is_named(tmp_path, capsys):
     path = _write(tmp_path, "p.md", "| Model | I1 Inst | Avg. Rank | Params | Average |\n|---|---|---|---|---|\n"
                                     "| A | 50.0 | 1.5 | 7 | 50.0 |\n")
-    assert main(["reproduce", "--published", str(path), "--check-only"]) == 0
+    assert main(["reproduce", "--published", str(path), "--check-only", "--published-metric", "SoPR"]) == 0
     out = capsys.readouterr().out
     assert "not placed: 'Avg. Rank' (unknown words: rank; 1 numeric cell not compared); 'Params'" in out
 
 
 def test_exit_2_only_when_the_file_holds_no_readable_table(tmp_path, capsys):
     path = _write(tmp_path, "notes.md", "# Notes\n\n| a | b |\n|---|---|\n| x | y |\n")
-    assert main(["reproduce", "--published", str(path), "--check-only"]) == 2
+    assert main(["reproduce", "--published", str(path), "--check-only", "--published-metric", "SoPR"]) == 2
     err = capsys.readouterr().err
     assert "no readable published table" in err and "no column names a group or the Average" in err
     assert main(["reproduce", "--published", str(_write(tmp_path, "ok.md", TWO_TABLES)), "--check-only"]) == 0
@@ -277,7 +277,7 @@ def test_with_labels_cells_that_differ_exit_0_and_no_readable_table_exits_2(tmp_
     monkeypatch.delenv("TBA_STB_ROOT", raising=False)
     labels, _ids = per_model_set(tmp_path)  # my_model: G1_instruction 50.0±0.0
     wrong = _write(tmp_path, "wrong.md", "| Model | I1 Inst |\n|---|---|\n| my_model | 60.0±0.0 |\n")
-    assert main(["reproduce", "--labels", str(labels), "--published", str(wrong)]) == 0  # a finding
+    assert main(["reproduce", "--labels", str(labels), "--published", str(wrong), "--published-metric", "SoPR"]) == 0  # a finding
     assert "0 of 1 published cells reproduced exactly, 0 within rounding, 1 differ" in capsys.readouterr().out
     notes = _write(tmp_path, "notes.md", "# Notes\n\n| a | b |\n|---|---|\n| x | y |\n")
     assert main(["reproduce", "--labels", str(labels), "--published", str(notes)]) == 2
@@ -290,7 +290,7 @@ def test_numbers_in_columns_not_placed_are_in_k_of_m(tmp_path, capsys, monkeypat
     path = _write(tmp_path, "p.md", "| Model | I1 Inst | I1-Tol. | Avg. Rank | Average | Mean |\n|---|---|---|---|---|---|\n"
                                     "| my_model | 50.0±0.0 | 100.0±0.0 | 1 | 91.7±0.0 | 91.7 |\n"
                                     "| Other | 40.0±1.0 | 30.0±1.0 | 2 | 35.0±1.0 | 35.0 |\n")
-    args = ["reproduce", "--labels", str(labels), "--published", str(path)]
+    args = ["reproduce", "--labels", str(labels), "--published", str(path), "--published-metric", "SoPR"]
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "'I1-Tol.' (unknown words: tol; 2 numeric cells not compared)" in out

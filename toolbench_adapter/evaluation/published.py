@@ -13,6 +13,7 @@ comes from.
 from __future__ import annotations
 
 import json
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,7 +35,7 @@ from .published_columns import METRICS, column_key, metric_word  # noqa: F401
 from .published_file import read_table_text
 from .published_formats import find_grids
 from .published_names import BY_MATCH, BY_PRESET, BY_WORDS, normalise, pair_rows, unmatched_text  # noqa: F401
-from .published_tables import PublishedRow, PublishedTable, tables_from_grid
+from .published_tables import GUESSED, PublishedRow, PublishedTable, tables_from_grid
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data" / "published"
 SETS = ("stb", "toolbench", "all")
@@ -155,6 +156,14 @@ def load_all(specs: list[str], metric_texts: list[str] | None = None) -> list[Pu
                              field="--published-metric",
                              fix=("tables read: " + ", ".join(t.id for t in files)) if files else
                              "it sets the metric of a --published FILE (shipped tables carry theirs in index.json)")
+    unnamed = [t for t in files if t.metric_source.startswith(GUESSED)]
+    if unnamed:  # asked, never guessed: a SoWR table read as SoPR would be compared with the wrong labels
+        flags = " ".join("--published-metric " + shlex.quote(f"{t.path}#{t.number}={t.metric}") for t in unnamed)
+        raise InputError(f"nothing names the metric of {', '.join(t.id for t in unnamed)} (no column header, "
+                         "section row, caption or text above the table says pass rate, win rate or FAC)",
+                         field="--published-metric",
+                         fix=f"say which, e.g. {flags} (each the metric its cells suggest: with ± SoPR, "
+                         "judge repeats; without, SoWR; check it against the paper)")
     return tables
 
 

@@ -7,7 +7,8 @@ cells, and the metric of each table.
   under a ``\\multirow`` or a left-out repeat takes the value above it; a ``/`` there is no part of the name.
 - Metric, nearest first: the column's own header (``Pass`` / ``Win`` under a group, ``G1_tool_WinRate``), a
   leading column or section row that names one (``| Pass | ReACT | ... |``, ``\\multicolumn{9}{c}{Win Rate}``),
-  the table's caption or the heading above it; else guessed from ± (and the output says so). A grid whose
+  the table's caption or the heading above it; else a guess from ± that load_all refuses to use (exit 2 asks
+  for --published-metric). A grid whose
   columns or sections name different metrics gives one table per metric.
 - Every cell of a placed column is a number, "not reported" (``/``, ``-``, ``–``, ``N/A``, empty) or
   unreadable (kept, and named); a header that places nowhere is named, never dropped.
@@ -37,6 +38,7 @@ from .published_columns import (
 )
 from .published_grids import Grid
 
+GUESSED = "guessed:"  # a metric nothing names: load_all asks for --published-metric rather than use it
 CONTEXT_LINES = 8  # how far above a table a heading may be and still name its metric
 
 
@@ -349,8 +351,8 @@ def _table(grid: Grid, path: Path, part: _Part, not_placed: list[str], malformed
     if not table.metric:
         has_std = any(c.std is not None for r in table.rows for c in r.cells.values())
         table.metric = SOPR if has_std else SOWR
-        table.metric_source = ("guessed: nothing names the metric, and the cells carry ± (judge repeats)" if has_std
-                               else "guessed: nothing names the metric, and no cell carries ±")
+        table.metric_source = (f"{GUESSED} nothing names the metric, and the cells carry ± (judge repeats)" if has_std
+                               else f"{GUESSED} nothing names the metric, and no cell carries ±")
     means = [c.mean for r in table.rows for c in r.cells.values()]
     if means and all(0 <= m <= 1 for m in means) and any(0 < m < 1 for m in means):
         table.scale = 100.0
