@@ -85,3 +85,27 @@ def test_a_table_whose_metric_nothing_names_is_asked_about_not_guessed(tmp_path,
     assert main(["reproduce", "--published", str(path), "--check-only", "--published-metric", f"{path}#1=SoWR"]) == 0
     path.write_text("Pass rate of each model:\n\n" + TABLE)  # a paragraph above the table names it
     assert main(["reproduce", "--published", str(path), "--check-only"]) == 0
+
+
+ROUND_TWO = """\
+**Pass rate:**
+
+| Model | G1 | G2 | G3 | Overall |
+|---|---|---|---|---|
+| A | 12/20 (60.0%) | 10/20 (50.0%) | 4/10 (40.0%) | 26/50 (52.0%) |
+"""
+
+
+def test_counts_with_a_rate_level_columns_and_a_pooled_overall_read_as_papers_print_them(tmp_path, capsys):
+    """Issue 35, round two: `k/n (p%)` cells are p; G1 / G2 / G3 columns are the I1 / I2 / I3 means; a pooled
+    Overall (52.0 here, not the mean 50.0 of its row) is named as such and never flagged as a wrong Average."""
+    path = tmp_path / "paper.md"
+    path.write_text(ROUND_TWO)
+    table = published.read_table(path)
+    cells = table.rows[0].cells
+    assert {key: cell.mean for key, cell in cells.items()} == {"I1": 60.0, "I2": 50.0, "I3": 40.0, "Overall": 52.0}
+    assert published.check_averages(table) == []  # no Average: the pooled figure is not checked as one
+    assert main(["reproduce", "--published", str(path), "--check-only"]) == 0
+    out = capsys.readouterr().out
+    assert "Overall: pooled over every query, not the mean of the six groups" in out
+    assert "DOES NOT FOLLOW" not in out

@@ -31,7 +31,7 @@ from .published_averages import (  # noqa: F401  (the checks are part of this mo
     followed_by,
 )
 from .published_cells import PublishedCell, parse_cell, prints_as  # noqa: F401
-from .published_columns import METRICS, column_key, metric_word  # noqa: F401
+from .published_columns import METRICS, POOLED, column_key, metric_word  # noqa: F401
 from .published_file import read_table_text
 from .published_formats import find_grids
 from .published_names import BY_MATCH, BY_PRESET, BY_WORDS, normalise, pair_rows, unmatched_text  # noqa: F401
@@ -180,6 +180,9 @@ def reading_lines(table: PublishedTable) -> list[str]:
     columns = ", ".join(f"{header}={GROUP_LABELS.get(key, key)}" if normalise(header) != normalise(
         GROUP_LABELS.get(key, key)) else header for header, key in table.columns)
     lines.append(f"  columns read: {columns}")
+    if any(key == POOLED for _, key in table.columns):
+        lines.append(f"  {POOLED}: pooled over every query, not the mean of the six groups: not checked against its "
+                     "row's cells, and compared with nothing (no reproduced pooled figure)")
     if table.not_placed:
         lines.append("  not placed: " + "; ".join(table.not_placed))
     for row in table.rows:
@@ -287,7 +290,7 @@ def compare(table: PublishedTable, lines: list[BoardLine], matches: dict[str, st
         pair = pairs.get(row.name)
         line = _lines_of(table, pair.model, lines, {**(preset or {}), **matches}) if pair else None
         for column, cell in row.cells.items():
-            score = line.value(column) if line is not None else None
+            score = line.value(column) if line is not None and column != POOLED else None  # no pooled figure
             if score is None:
                 out.append(CellComparison(row, column, cell, None, None, NO_LABELS, line))
                 continue

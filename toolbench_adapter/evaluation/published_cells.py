@@ -29,6 +29,8 @@ _SUPERSCRIPTS = "⁰¹²³⁴⁵⁶⁷⁸⁹ᵃᵇᶜᵈᵉᶠᵍʰⁱʲᵏˡᵐ
 _ENTITIES = {"&plusmn;": "±", "&pm;": "±", "&ndash;": "–", "&mdash;": "—", "&nbsp;": " ", "&dagger;": "†",
              "&Dagger;": "‡", "&amp;": "&", "&lt;": "<", "&gt;": ">", "&minus;": "-", "&#177;": "±"}
 NUMBER_RE = re.compile(r"^(-?\d+(?:\.(\d+))?)(?:±(\d+(?:\.\d+)?))?$")
+# "12/20 (60.0%)" (the % already taken off): the solved count of the total, then the rate, which is the cell
+FRACTION_RE = re.compile(r"^\d+ ?\/ ?\d+ ?\((\d+(?:\.(\d+))?)(?:±(\d+(?:\.\d+)?))?\)$")
 
 
 @dataclass(frozen=True, slots=True)  # one per distinct printed cell (read is cached): shared, never changed
@@ -169,7 +171,7 @@ def read(text: str) -> Reading:
     cleaned = clean(text)
     if cleaned.lower() in EMPTY_MARKS:
         return Reading(EMPTY, cleaned)
-    match = NUMBER_RE.match(cleaned)
+    match = NUMBER_RE.match(cleaned) or FRACTION_RE.match(cleaned)
     if not match:
         return Reading(TEXT, cleaned)
     std = float(match.group(3)) if match.group(3) is not None else None
