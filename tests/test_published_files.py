@@ -109,3 +109,17 @@ def test_counts_with_a_rate_level_columns_and_a_pooled_overall_read_as_papers_pr
     out = capsys.readouterr().out
     assert "Overall: pooled over every query, not the mean of the six groups" in out
     assert "DOES NOT FOLLOW" not in out
+
+
+@pytest.mark.parametrize("above,metric,source", [
+    ("## Results\n\nWin rate (%) against ChatGPT:\n\n", "SoWR", "the text 'Win rate (%) against ChatGPT:'"),
+    ("### Pass rate\n\n- Win rate of each method, in %:\n\n", "SoWR", "the list item 'Win rate of each method, in %:'"),
+    ("### Pass rate\n\n", "SoPR", "the heading 'Pass rate'"),
+])
+def test_the_metric_comes_from_the_nearest_text_above_the_table(tmp_path, above, metric, source):
+    """Round two: a paragraph or list item nearer the table than a heading names its metric, and is named as what
+    it is (it was called 'the heading')."""
+    path = tmp_path / "t.md"
+    path.write_text(above + TABLE)
+    table = published.read_table(path)
+    assert (table.metric, table.metric_source) == (metric, source)

@@ -148,16 +148,29 @@ class _Part:
     placed: set[int] = field(default_factory=set)  # the indices of ``columns``
 
 
+_LIST_MARK = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
+
+
+def _context_kind(line: str) -> str:
+    """How the line above a table is named in the output: a heading (``#``, a bold line), a list item, or text."""
+    stripped = line.strip()
+    if stripped.startswith("#") or re.fullmatch(r"(\*\*|__).+\1:?", stripped):
+        return "the heading"
+    if _LIST_MARK.match(stripped) and not stripped.startswith("**"):
+        return "the list item"
+    return "the heading" if stripped.startswith("\\") else "the text"
+
+
 def context_metric(grid: Grid) -> tuple[str | None, str]:
     """The metric the caption or the nearest heading names, and where it was read."""
     caption = [("caption", grid.caption)] if grid.caption else []
-    context = [("the heading", line) for line in grid.context[:CONTEXT_LINES]]
+    context = [(_context_kind(line), line) for line in grid.context[:CONTEXT_LINES]]
     ordered = caption + context if grid.form == "LaTeX" else context + caption
     for kind, text in ordered:
         metric = metric_in_text(text)
         if metric:
             # shown as printed: "(%)" kept, a Markdown heading's leading #s taken off
-            shown = re.sub(r"^#+\s*", "", cells.clean(text, keep_percent=True))
+            shown = _LIST_MARK.sub("", re.sub(r"^#+\s*", "", cells.clean(text, keep_percent=True)))
             shown = shown if len(shown) <= 60 else shown[:57] + "..."
             return metric, f"{kind} '{shown}'"
     return None, ""
