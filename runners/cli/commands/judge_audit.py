@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 
-from toolbench_adapter.errors import InputError
 from toolbench_adapter.evaluation.audit import audit, audit_record, audit_text, pass_rate_sets
 from toolbench_adapter.evaluation.evaluator import load_evaluator
 from toolbench_adapter.evaluation.labelsets import discover_all
@@ -61,9 +60,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    for flag, value in (("--limit", args.limit), ("--evaluate-times", args.evaluate_times)):
-        if value is not None and value < 1:
-            raise InputError(f"{flag} {value} would audit nothing", field=flag, fix=f"give {flag} 1 or more")
     found = discover_all(args.labels)
     pass_rate_sets(found)  # bad input before the judge is asked anything
     client = judge_client_from_args(args)
