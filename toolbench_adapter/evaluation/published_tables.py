@@ -17,8 +17,10 @@ cells, and the metric of each table.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 
 from . import published_cells as cells
 from .published_cells import PublishedCell
@@ -38,6 +40,7 @@ from .published_columns import (
 )
 from .published_grids import Grid
 
+_NONE: Mapping[str, str] = MappingProxyType({})
 GUESSED = "guessed:"  # a metric nothing names: load_all asks for --published-metric rather than use it
 CONTEXT_LINES = 8  # how far above a table a heading may be and still name its metric
 
@@ -46,8 +49,10 @@ CONTEXT_LINES = 8  # how far above a table a heading may be and still name its m
 class PublishedRow:
     name: str
     cells: dict[str, PublishedCell] = field(default_factory=dict)  # group or AVERAGE -> cell
-    not_reported: list[str] = field(default_factory=list)  # columns printed "/", "-", "N/A" or empty
-    unreadable: dict[str, str] = field(default_factory=dict)  # column -> the printed text
+    # columns printed "/", "-", "N/A" or empty; column -> the printed text of a cell that is no number. Both are a
+    # shared empty until _put gives a row its first (most rows of a large table have none: 120 bytes a row)
+    not_reported: Sequence[str] = ()
+    unreadable: Mapping[str, str] = field(default_factory=lambda: _NONE)
     line: int = 0
 
 
@@ -328,9 +333,9 @@ def _put(row: PublishedRow, column: _Column, reading: cells.Reading, printed: st
     if reading.kind == cells.NUMBER:
         row.cells[key] = reading.cell
     elif reading.kind == cells.EMPTY:
-        row.not_reported.append(key)
+        row.not_reported = [*row.not_reported, key]
     else:
-        row.unreadable[key] = printed.strip()
+        row.unreadable = {**row.unreadable, key: printed.strip()}
     return True
 
 
