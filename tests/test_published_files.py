@@ -123,3 +123,39 @@ def test_the_metric_comes_from_the_nearest_text_above_the_table(tmp_path, above,
     path.write_text(above + TABLE)
     table = published.read_table(path)
     assert (table.metric, table.metric_source) == (metric, source)
+
+
+def _pairs_as_before(rows, models):
+    """The quadratic pairing this replaced (each row's words against every other row's), as the reference."""
+    from toolbench_adapter.evaluation.published_names import BY_NAME, BY_WORDS, name_words, normalise
+
+    by_norm = {}
+    for model in models:
+        by_norm.setdefault(normalise(model), model)
+    out = {}
+    for row in rows:
+        if normalise(row) in by_norm:
+            out[row] = (by_norm[normalise(row)], BY_NAME)
+            continue
+        same = [m for m in models if name_words(m) == name_words(row)]
+        others = [r for r in rows if r != row and name_words(r) == name_words(row)]
+        if len(same) == 1 and not others:
+            out[row] = (same[0], BY_WORDS)
+    return out
+
+
+def test_pairing_by_name_words_is_what_it_was_row_for_row():
+    """Issue 35 item 3: the pairing is now linear (words indexed); on names built to collide it pairs exactly the
+    rows the old quadratic pass paired, with the same model and the same reason."""
+    import random
+
+    from toolbench_adapter.evaluation.published_names import pair_rows
+
+    rng = random.Random(35)
+    parts = ["GPT-4", "DFS", "CoT", "ToolLLaMA", "v2", "7b", "(DFS)", "/", "StepTool"]
+    names = {" ".join(rng.sample(parts, rng.randint(1, 4))) for _ in range(400)}
+    rows, models = sorted(names)[::2], sorted(names)[1::3] + ["dfs gpt 4", "cot_toolllama"]
+    got = {row: (pair.model, pair.how) for row, pair in pair_rows(rows, models, {}).items()}
+    assert got == _pairs_as_before(rows, models) and got  # and some pair at all
+    assert pair_rows(["DFS / GPT-4", "DFS GPT 4"], ["gpt4_dfs"], {}) == {}  # two rows of the same words: neither
+    assert pair_rows(["DFS / GPT-4"], ["gpt4_dfs"], {})["DFS / GPT-4"].model == "gpt4_dfs"
