@@ -90,3 +90,22 @@ def test_the_library_refuses_zero_repeats_too():
         judge_converted({}, judge=None, evaluate_times=0)
     with pytest.raises(InputError, match="evaluate_times must be at least 1"):
         sopr({"1": {}}, evaluate_times=-2)
+
+
+@pytest.mark.parametrize("option,needle", [("timeout=0", "timeout must be above 0"),
+                                           ("timeout=nan", "timeout must be a finite number"),
+                                           ("retries=0", "retries must be at least 1"),
+                                           ("wait_min=-1", "wait_min must be at least 0"),
+                                           ("timeout=soon", "'soon' is not a number above 0")])
+def test_judge_options_have_the_ranges_of_the_flags(option, needle):
+    """--judge-option timeout=0 (or nan) was let through, while --judge-timeout 0 is refused."""
+    import argparse
+
+    from runners.cli.commands._common import judge_client_options
+
+    with pytest.raises(InputError) as refused:
+        judge_client_options(argparse.Namespace(judge_option=[option]))
+    assert needle in refused.value.problem and refused.value.field == "--judge-option"
+    assert "e.g. --judge-option" in refused.value.fix
+    assert judge_client_options(argparse.Namespace(judge_option=["timeout=2.5", "retries=4"])) == {
+        "timeout": 2.5, "retries": 4}
