@@ -289,3 +289,7 @@ DOCTOR_ARGS ?=
 doctor: install  ## check each piece a run comparable with the StableToolBench leaderboard needs: OK, or MISSING and how to get it (exit 1)
 	$(TBA) doctor $(if $(STB),--stb-root $(STB)) --cache $(CACHE) --simulator $(SIMULATOR) \
 	  $(if $(JUDGE_URL),--judge-url $(JUDGE_URL)) $(if $(JUDGE_MODEL),--judge-model $(JUDGE_MODEL)) $(DOCTOR_ARGS)
+
+.PHONY: bench-published
+bench-published: install  ## tba reproduce --published on a 10,000-row and a ~50 MB table: seconds and peak memory
+	$(BIN)/python benchmarks/bench_published.py $(BENCH_ARGS)

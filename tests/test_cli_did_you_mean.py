@@ -5,6 +5,7 @@ import argparse
 import pytest
 
 from runners.cli import build_parser, main
+from toolbench_adapter.errors import InputError
 
 
 def refused(capsys, *argv):
@@ -63,7 +64,9 @@ def test_a_mistyped_command_or_choice_names_the_closest(capsys, argv, needle):
 def test_correct_and_abbreviated_flags_still_parse():
     args = build_parser().parse_args(["run", "--concurrency", "4", "--lim", "2"])
     assert (args.concurrency, args.limit) == (4, 2)
-    assert build_parser().parse_args(["run", "--temperature", "-1"]).temperature == -1
+    assert build_parser().parse_args(["run", "--temperature", "0.5"]).temperature == 0.5
+    with pytest.raises(InputError, match="temperature must be at least 0"):  # a value, refused by its range
+        build_parser().parse_args(["run", "--temperature", "-1"])
 
 
 # ---- every command's own flags --------------------------------------------------------------------------------

@@ -142,9 +142,9 @@ def test_judge_errors_exit_3_and_are_left_out_of_the_rates(tmp_path, capsys):
 
 def test_an_audit_of_nothing_is_refused(tmp_path, capsys):
     labels, _converted = released_set(tmp_path)
-    for flag in ("--limit", "--evaluate-times"):
+    for flag in ("--limit", "--evaluate-times"):  # refused by the flag's range while parsing (runners/cli/ranges.py)
         assert main(["judge-audit", "--labels", str(labels), "--judge-url", "http://127.0.0.1:9/v1", flag, "0"]) == 2
-        assert f"{flag} 0 would audit nothing" in capsys.readouterr().err
+        assert f"({flag})': {flag[2:].replace('-', '_')} must be at least 1 (got 0)" in capsys.readouterr().err
 
 
 def test_preference_files_only_is_an_input_error(tmp_path, capsys):

@@ -112,7 +112,9 @@ SPELLINGS = {
     "G2_instruction": ["G2_instruction", "I2-Inst.", "I2 Ins.", "I2-I", "I2 Instruction"],
     "G2_category": ["G2_category", "I2-Cat.", "I2 Cat.", "I2-Cate", "I2 Category"],
     "G3_instruction": ["G3_instruction", "I3-Inst.", "I3 Ins.", "I3-I", "I3 Instruction"],
-    "Average": ["Avg", "Avg.", "Average", "Mean", "**Average**", "WinRate", "Pass Rate", "Overall"],
+    "Average": ["Avg", "Avg.", "Average", "Mean", "**Average**", "WinRate", "Pass Rate"],
+    # issue 35 round two: a level alone is its mean (the leaderboard's I1 / I2 / I3), "Overall" is pooled
+    "I1": ["I1", "G1", "**G1**"], "I2": ["G2", "I2 (%)"], "I3": ["G3"], "Overall": ["Overall", "Overall (%)"],
 }
 
 
@@ -123,7 +125,7 @@ def test_every_spelling_of_the_six_groups_and_the_average(header, key):
 
 @pytest.mark.parametrize(("header", "why"), [("Avg. Rank", "unknown words: rank"), ("Params", "unknown words"),
                                              ("I3 Cat.", "no group G3_category"), ("Inst.", "which of I1 / I2 / I3"),
-                                             ("I1", "which group of I1"), ("G1_tool_StdError", "error")])
+                                             ("I1 Overall", "pooled over part"), ("G1_tool_StdError", "error")])
 def test_headers_that_place_nowhere_say_why(header, why):
     assert column_key(header) is None and why in place(header).reason
 
@@ -260,14 +262,14 @@ def test_the_metric_from_a_caption_a_section_row_a_leading_column_and_the_header
 def test_a_header_that_places_nowhere_is_named(tmp_path, capsys):
     path = _write(tmp_path, "p.md", "| Model | I1 Inst | Avg. Rank | Params | Average |\n|---|---|---|---|---|\n"
                                     "| A | 50.0 | 1.5 | 7 | 50.0 |\n")
-    assert main(["reproduce", "--published", str(path), "--check-only"]) == 0
+    assert main(["reproduce", "--published", str(path), "--check-only", "--published-metric", "SoPR"]) == 0
     out = capsys.readouterr().out
     assert "not placed: 'Avg. Rank' (unknown words: rank; 1 numeric cell not compared); 'Params'" in out
 
 
 def test_exit_2_only_when_the_file_holds_no_readable_table(tmp_path, capsys):
     path = _write(tmp_path, "notes.md", "# Notes\n\n| a | b |\n|---|---|\n| x | y |\n")
-    assert main(["reproduce", "--published", str(path), "--check-only"]) == 2
+    assert main(["reproduce", "--published", str(path), "--check-only", "--published-metric", "SoPR"]) == 2
     err = capsys.readouterr().err
     assert "no readable published table" in err and "no column names a group or the Average" in err
     assert main(["reproduce", "--published", str(_write(tmp_path, "ok.md", TWO_TABLES)), "--check-only"]) == 0
@@ -277,7 +279,7 @@ def test_with_labels_cells_that_differ_exit_0_and_no_readable_table_exits_2(tmp_
     monkeypatch.delenv("TBA_STB_ROOT", raising=False)
     labels, _ids = per_model_set(tmp_path)  # my_model: G1_instruction 50.0±0.0
     wrong = _write(tmp_path, "wrong.md", "| Model | I1 Inst |\n|---|---|\n| my_model | 60.0±0.0 |\n")
-    assert main(["reproduce", "--labels", str(labels), "--published", str(wrong)]) == 0  # a finding
+    assert main(["reproduce", "--labels", str(labels), "--published", str(wrong), "--published-metric", "SoPR"]) == 0  # a finding
     assert "0 of 1 published cells reproduced exactly, 0 within rounding, 1 differ" in capsys.readouterr().out
     notes = _write(tmp_path, "notes.md", "# Notes\n\n| a | b |\n|---|---|\n| x | y |\n")
     assert main(["reproduce", "--labels", str(labels), "--published", str(notes)]) == 2
@@ -290,7 +292,7 @@ def test_numbers_in_columns_not_placed_are_in_k_of_m(tmp_path, capsys, monkeypat
     path = _write(tmp_path, "p.md", "| Model | I1 Inst | I1-Tol. | Avg. Rank | Average | Mean |\n|---|---|---|---|---|---|\n"
                                     "| my_model | 50.0±0.0 | 100.0±0.0 | 1 | 91.7±0.0 | 91.7 |\n"
                                     "| Other | 40.0±1.0 | 30.0±1.0 | 2 | 35.0±1.0 | 35.0 |\n")
-    args = ["reproduce", "--labels", str(labels), "--published", str(path)]
+    args = ["reproduce", "--labels", str(labels), "--published", str(path), "--published-metric", "SoPR"]
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "'I1-Tol.' (unknown words: tol; 2 numeric cells not compared)" in out

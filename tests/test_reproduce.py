@@ -165,7 +165,7 @@ def test_published_table_with_a_wrong_average_is_flagged(tmp_path, capsys, monke
     table.write_text("| Method | I1 Inst | I1 Cat | I1 Tool | I2 Cat | I2 Inst | I3 Inst | Average |\n"
                      "|---|---|---|---|---|---|---|---|\n"
                      "| My Model | 50.0±0.0 | 100.0±0.0 | 100.0±0.0 | 100.0±0.0 | 100.0±0.0 | 100.0±0.0 | 95.0±0.0 |\n")
-    assert main(["reproduce", "--labels", str(labels), "--published", str(table)]) == 0
+    assert main(["reproduce", "--labels", str(labels), "--published", str(table), "--published-metric", "SoPR"]) == 0
     out = capsys.readouterr().out
     assert re.search(r"Average +95\.0±0\.0 +91\.7±0\.0 \(12 queries\) +-3\.33 +differs", out)
     assert "6 of 7 published cells reproduced exactly, 0 within rounding, 1 differ, 0 without labels, 0 not reported" in out
@@ -173,7 +173,7 @@ def test_published_table_with_a_wrong_average_is_flagged(tmp_path, capsys, monke
     assert "its cells give 91.667±0.000" in flagged and "DOES NOT FOLLOW" in flagged
     # a correct Average: every cell exact, nothing flagged
     table.write_text(table.read_text().replace("95.0±0.0 |", "91.7±0.0 |"))
-    assert main(["reproduce", "--labels", str(labels), "--published", str(table)]) == 0
+    assert main(["reproduce", "--labels", str(labels), "--published", str(table), "--published-metric", "SoPR"]) == 0
     out = capsys.readouterr().out
     assert "7 of 7 published cells reproduced exactly" in out and "DOES NOT FOLLOW" not in out
 
@@ -183,11 +183,13 @@ def test_match_pairs_a_published_row_with_a_model(tmp_path, capsys, monkeypatch)
     labels, _ids = per_model_set(tmp_path)
     table = tmp_path / "paper.csv"
     table.write_text("Method,G1_instruction,Average\nPaper Name,50.0±0.0,91.7±0.0\n")
-    assert main(["reproduce", "--labels", str(labels), "--published", str(table)]) == 2  # nothing would be compared
+    sopr = ["--published-metric", "SoPR"]  # a CSV under no heading: nothing names its metric
+    assert main(["reproduce", "--labels", str(labels), "--published", str(table), *sopr]) == 2  # nothing compared
     assert "--match 'Paper Name=my_model'" in capsys.readouterr().err
-    assert main(["reproduce", "--labels", str(labels), "--published", str(table), "--match", "Paper Name=my_model"]) == 0
+    assert main(["reproduce", "--labels", str(labels), "--published", str(table), *sopr,
+                 "--match", "Paper Name=my_model"]) == 0
     assert "2 of 2 published cells reproduced exactly" in capsys.readouterr().out
-    assert main(["reproduce", "--labels", str(labels), "--published", str(table), "--match", "nonsense"]) == 2
+    assert main(["reproduce", "--labels", str(labels), "--published", str(table), *sopr, "--match", "nonsense"]) == 2
 
 
 def test_labels_folder_without_label_files_is_an_input_error(tmp_path, capsys):

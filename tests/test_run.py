@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -93,6 +94,29 @@ def test_shards_merge_into_the_full_run(tmp_path, capsys):
     capsys.readouterr()
     assert main(["merge", str(tmp_path / "s1"), str(tmp_path / "odd"), "--out", str(tmp_path / "bad")]) == 2
     assert "max_step" in capsys.readouterr().err
+
+
+def test_merge_refuses_a_shard_twice_and_an_incomplete_set_unless_allowed(tmp_path, capsys):
+    """Issue 35 minor: `tba merge A A` and a merge of one shard of two exited 0 (the first with every
+    queries.jsonl line twice)."""
+    for shard in ("1/2", "2/2"):
+        assert main(run_args(tmp_path, f"s{shard[0]}", "--shard", shard)) == 0
+    s1, s2 = tmp_path / "s1", tmp_path / "s2"
+    capsys.readouterr()
+    assert main(["merge", str(s1), str(s1), "--out", str(tmp_path / "twice")]) == 2
+    assert "the same shard folder is given twice" in capsys.readouterr().err
+    shutil.copytree(s1, tmp_path / "s1-copy")
+    assert main(["merge", str(s1), str(tmp_path / "s1-copy"), str(s2), "--out", str(tmp_path / "copy")]) == 2
+    assert "two folders of shard 1/2" in capsys.readouterr().err
+    assert main(["merge", str(s1), "--out", str(tmp_path / "half")]) == 2
+    err = capsys.readouterr().err
+    assert "shard 2/2 of the run is missing (1 of 2 given)" in err and "--allow-partial" in err
+    assert not any((tmp_path / name).exists() for name in ("twice", "copy", "half"))
+    assert main(["merge", str(s1), "--out", str(tmp_path / "half"), "--allow-partial"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["partial"] == "1 of 2 shards merged; missing: 2/2" and "PARTIAL" in captured.err
+    manifest = json.loads((tmp_path / "half" / "manifest.json").read_text())
+    assert manifest["merged_partial"] == "1 of 2 shards merged; missing: 2/2" and manifest["totals"]["queries"] == 3
 
 
 def test_changed_settings_in_an_existing_run_are_refused(tmp_path, capsys):

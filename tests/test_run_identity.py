@@ -168,6 +168,34 @@ def test_a_second_run_on_the_same_name_exits_2_naming_the_holder_and_a_killed_on
     assert len(sessions) == 2 and "finished" not in sessions[0] and "finished" in sessions[1]
 
 
+def test_deleting_the_lock_file_of_a_live_run_does_not_let_a_second_run_in(tmp_path):
+    """Issue 35 minor: the lock file deleted by hand while a run holds it; the second `tba run` took a new one and
+    ran every query twice. The holder's lock on the run folder itself still refuses it."""
+    args = ["run", "--name", "same", "--out-root", str(tmp_path), "--backend", "scripted", "--quiet"]
+    marker = tmp_path / "marks"
+    holder = start_child(tmp_path, marker, "any", *args)
+    run_dir = tmp_path / "same"
+    try:
+        wait_for_marks(marker, 1, holder)
+        lock_path(run_dir).unlink()
+        second = tba(*args)
+        assert second.returncode == 2, second.stderr
+        assert "another command is writing this run folder" in second.stderr and "was deleted" in second.stderr
+        assert not (run_dir / "queries.jsonl").exists() and not lock_path(run_dir).exists()  # ran nothing, left nothing
+        assert live_holder(run_dir) == {}  # running, though its details went with the file
+    finally:
+        holder.kill()
+        holder.communicate()
+    assert live_holder(run_dir) is None and tba(*args).returncode == 0  # the kernel let go with the process
+
+
+def test_a_run_refused_before_any_query_leaves_no_folder_made_for_its_lock(tmp_path):
+    folder = tmp_path / "run"
+    with RunFolderLock(folder, "first", hold_folder=True):
+        assert folder.is_dir()
+    assert not folder.exists() and not lock_path(folder).exists()
+
+
 def test_merge_and_the_parser_fanout_respect_the_lock(tmp_path, capsys):
     common = ["--out-root", str(tmp_path), "--backend", "scripted", "--quiet"]
     for shard in ("1/2", "2/2"):

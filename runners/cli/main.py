@@ -14,6 +14,7 @@ from toolbench_adapter.errors import InputError
 from toolbench_adapter.registry import UnknownNameError
 
 from . import commands
+from .ranges import Ranged
 
 DESCRIPTION = """\
 toolbench-adapter: run tool-using LLMs on StableToolBench / ToolBench, compare parsers, reproduce
@@ -83,6 +84,17 @@ class TbaParser(argparse.ArgumentParser):
         # one line and a pointer: the usage of a big command (tba run) would bury the line that matters
         self.exit(2, f"{self.prog}: error: {message}\n({self.prog} --help lists every flag)\n")
 
+    def _get_value(self, action, arg_string):
+        # a numeric flag's range (runners/cli/ranges.py) is checked here, while parsing: InputError naming the
+        # flag, the range and an example (main: exit 2), before anything is read or started
+        if isinstance(action.type, Ranged):
+            try:
+                return action.type.read(action.dest, arg_string, action.default)
+            except InputError as exc:
+                exc.command = self.prog
+                raise
+        return super()._get_value(action, arg_string)
+
     def _check_value(self, action, value):
         try:
             super()._check_value(action, value)
@@ -110,7 +122,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except InputError as exc:  # a flag out of its range
+        print(f"{getattr(exc, 'command', 'tba')}: error: {exc}", file=sys.stderr)
+        return 2
     args.argv = list(sys.argv[1:] if argv is None else argv)  # the command as typed: tba run prints how to redo it
     try:
         result = args.func(args)

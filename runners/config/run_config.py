@@ -28,6 +28,8 @@ from .settings_check import (
 # types and ranges, checked by runners/config/settings_check.py for config files and flags alike
 Count = Annotated[int, Field(ge=1)]  # a whole number of at least 1
 Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+Seed = Annotated[int, Field(ge=0, le=2**32 - 1)]  # what every RNG takes (numpy's too)
+QueryId = Annotated[int, Field(ge=0)]
 
 
 @dataclass
@@ -37,7 +39,7 @@ class RunConfig:
     stb_root: str | None = None  # None: $TBA_STB_ROOT, else data/sample
     tool_root: str | None = None
     groups: list[str] = field(default_factory=list)  # empty: every group of the checkout
-    query_ids: list[int] = field(default_factory=list)  # empty: every evaluated query
+    query_ids: list[QueryId] = field(default_factory=list)  # empty: every evaluated query
     limit: Count | None = None  # at most this many queries per group (in file order)
     method: str = "CoT@1"
     max_step: Count = 12  # published numbers use 12; STB code now defaults to 50
@@ -66,7 +68,7 @@ class RunConfig:
     max_tokens: Count = 1024
     temperature: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 0.0
     concurrency: Count = 1
-    seed: int = 42
+    seed: Seed = 42
     shard: str | None = None  # "i/n": this machine runs every n-th query starting at i (1-based)
     # a name in runners/execution/executors.py's EXECUTORS (threads of this process, ray, or a plug-in): checked
     # where the run makes it, as backend and parser are (config/ sits below execution/ and cannot import it)

@@ -68,7 +68,8 @@ def describe(hint: Any) -> str:
     if origin is typing.Annotated:
         words = describe(args[0])
         for meta in getattr(args[1], "metadata", []):
-            for attribute, phrase in (("ge", "of at least"), ("gt", "above"), ("min_length", "of length at least")):
+            for attribute, phrase in (("ge", "of at least"), ("gt", "above"), ("le", "and at most"), ("lt", "below"),
+                                      ("min_length", "of length at least")):
                 if getattr(meta, attribute, None) is not None:
                     words += f" {phrase} {getattr(meta, attribute)}"
         return words
@@ -130,6 +131,10 @@ def _range_problem(name: str, value: Any, error: dict) -> str:
         return f"{name} must be at least {ctx['ge']} (got {shown(value)})"
     if error["type"] == "greater_than":
         return f"{name} must be above {ctx['gt']} (got {shown(value)})"
+    if error["type"] == "less_than_equal":
+        return f"{name} must be at most {ctx['le']} (got {shown(value)})"
+    if error["type"] == "less_than":
+        return f"{name} must be below {ctx['lt']} (got {shown(value)})"
     if error["type"] == "finite_number":
         return f"{name} must be a finite number (got {shown(value)})"
     if error["type"] == "string_too_short":

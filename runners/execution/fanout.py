@@ -120,7 +120,7 @@ def run_fanout(cfg: RunConfig, parsers: list[str], backend: Any = None, progress
     The set folder is this command's while it runs (another command on it: exit 2 naming the holder), and each
     variant run locks its own folder as any run does."""
     check_fanout(cfg, parsers)
-    with RunFolderLock(cfg.run_dir, command):
+    with RunFolderLock(cfg.run_dir, command, hold_folder=True):
         return _run_fanout(cfg, parsers, backend, progress, command)
 
 

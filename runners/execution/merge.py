@@ -39,9 +39,12 @@ from .identity import merged_record
 from .runlock import RunFolderLock, lock_path, pid_alive
 
 
-def merge_runs(sources: list[str | Path], out: str | Path) -> dict:
+def merge_runs(sources: list[str | Path], out: str | Path, *, allow_partial: bool = False) -> dict:
     """Merge holding the lock of every shard and of --out (runlock.py): a shard a run still writes, or an --out
-    another command writes, is refused (exit 2) naming that command."""
+    another command writes, is refused (exit 2) naming that command. A folder given twice, two folders of one
+    shard, or a set with a shard missing is refused (exit 2) unless ``allow_partial`` (then the result and the
+    manifest say which shards are missing)."""
+    _check_distinct(sources)
     command = "tba merge " + " ".join(map(str, sources)) + f" --out {out}"
     shard_fix = "wait for the run writing this shard to end (or stop it and rerun it to its end), then merge"
     folders = {lock_path(s): (s, shard_fix) for s in map(Path, sources) if s.is_dir()}  # a missing one: refused below
@@ -49,10 +52,10 @@ def merge_runs(sources: list[str | Path], out: str | Path) -> dict:
     with contextlib.ExitStack() as locks:
         for folder, fix in folders.values():
             locks.enter_context(RunFolderLock(folder, command, fix=fix))
-        return _merge_runs(sources, out)
+        return _merge_runs(sources, out, allow_partial)
 
 
-def _merge_runs(sources: list[str | Path], out: str | Path) -> dict:
+def _merge_runs(sources: list[str | Path], out: str | Path, allow_partial: bool = False) -> dict:
     sources = [Path(s) for s in sources]
     out = Path(out)
     _check_out(out)
@@ -64,6 +67,7 @@ def _merge_runs(sources: list[str | Path], out: str | Path) -> dict:
             raise InputError(f"this shard was run with different settings ({', '.join(diff)})", path=source,
                              fix="merge only shards of the same run")
     queries = merged_record(sources, manifests)  # shards of other queries: refused
+    partial = _check_shard_set(sources, manifests, allow_partial)
     plan = _plan(sources)  # every check that can refuse happens here, before the first write
     check_writable(out.parent)
     remove_stale_staging(out)
@@ -85,6 +89,8 @@ def _merge_runs(sources: list[str | Path], out: str | Path) -> dict:
         manifest.pop("queries", None)  # a shard without digests: the merged run's queries are not known
         if queries is not None:
             manifest["queries"] = queries
+        if partial:
+            manifest["merged_partial"] = partial
         manifest["totals"] = summarize(staging, method)
         if any(SETUP_FIELD in m for m in manifests):  # every shard's queries and tool-server counts
             manifest[SETUP_FIELD] = merge_setups([m.get(SETUP_FIELD) for m in manifests])
@@ -102,7 +108,55 @@ def _merge_runs(sources: list[str | Path], out: str | Path) -> dict:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     answers = sum(1 for relative in plan if is_group_name(Path(relative).parts[0]))
-    return {"answers": answers, **manifest["totals"]}
+    return {"answers": answers, **manifest["totals"], **({"partial": partial} if partial else {})}
+
+
+def _check_distinct(sources: list[str | Path]) -> None:
+    """The same folder named twice (``tba merge A A``) would copy its queries.jsonl lines twice."""
+    seen: dict[Path, Path] = {}
+    for source in map(Path, sources):
+        earlier = seen.setdefault(source.resolve(), source)
+        if earlier is not source:
+            raise InputError(f"the same shard folder is given twice ({earlier} and {source})", path=source,
+                             fix="name each shard folder once")
+
+
+def _check_shard_set(sources: list[Path], manifests: list[dict], allow_partial: bool) -> str | None:
+    """Each shard i/n once, all of one split, none missing; None, or (``allow_partial``) what is missing."""
+    by_index: dict[int, Path] = {}
+    splits: dict[int, Path] = {}
+    for source, manifest in zip(sources, manifests, strict=True):
+        shard = manifest["config"].get("shard")
+        if not shard:
+            continue  # a whole run (no --shard): nothing to pair
+        index, _, count = str(shard).partition("/")
+        if not (index.isdigit() and count.isdigit()):
+            raise InputError(f"the manifest's shard {shard!r} is not i/n", path=source / MANIFEST,
+                             field="config.shard", fix="pass folders written by tba run --shard i/n")
+        splits.setdefault(int(count), source)
+        if len(splits) > 1:
+            (n1, first), (n2, other) = list(splits.items())[:2]
+            raise InputError(f"shards of two different splits: {first} is one of {n1}, {other} one of {n2}",
+                             path=source, fix="merge the shards of one split (the same n in --shard i/n)")
+        earlier = by_index.setdefault(int(index), source)
+        if earlier is not source:
+            raise InputError(f"two folders of shard {shard} ({earlier} and {source}): its queries would be "
+                             "merged twice", path=source, fix="pass each shard once")
+    if not splits:
+        return None
+    count = next(iter(splits))
+    missing = [f"{i}/{count}" for i in range(1, count + 1) if i not in by_index]
+    if not missing:
+        return None
+    text = f"{len(by_index)} of {count} shards merged; missing: {', '.join(missing)}"
+    if not allow_partial:
+        raise InputError(f"shard{'s' if len(missing) > 1 else ''} {', '.join(missing)} of the run "
+                         f"{'are' if len(missing) > 1 else 'is'} missing ({len(by_index)} of {count} given): the "
+                         "merged run would lack their queries", field="shards",
+                         fix=f"pass every shard folder (run the missing one{'s' if len(missing) > 1 else ''} with "
+                         "tba run --shard i/n first), or --allow-partial to merge these alone (marked partial)")
+    print(f"tba merge: PARTIAL: {text} (--allow-partial)", file=sys.stderr)
+    return text
 
 
 # staging folders are named .{out}.merging-{pid}@{host}-{random}: a merge that was killed (SIGKILL, a lost

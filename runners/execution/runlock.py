@@ -6,6 +6,11 @@ yet, and a merge can still rename its finished folder into place). The kernel re
 process ends, however it ends, so a lock left by a killed command (kill -9, a lost node) is taken over by the
 next one. The file holds the holder's pid, host, start time and command, so a refused command names it.
 
+The lock file can be deleted by hand while its holder runs (its flock then holds a file no other command opens),
+so the holder also flocks the run folder itself (``hold_folder``: made for it when missing, removed again at
+release if nothing was written in it): a second command that finds the lock file gone and takes a new one is
+still refused by the folder's lock.
+
 Where the filesystem offers no flock (Lustre mounted without ``-o flock``), the file alone is the lock: a
 holder recorded on this host whose pid is gone is taken over; one on another host is refused with the file to
 delete once that command is known to be gone.
@@ -87,14 +92,18 @@ class RunFolderLock:
     A live holder: FolderBusy (exit 2) naming it. A holder that ended without releasing (killed): taken over,
     said on stderr, ``taken_over`` set to its details."""
 
-    def __init__(self, folder: str | Path, command: str | None = None, *, fix: str | None = None):
+    def __init__(self, folder: str | Path, command: str | None = None, *, fix: str | None = None,
+                 hold_folder: bool = False):
         self.folder = Path(folder)
+        self.hold_folder = hold_folder  # make the folder if missing, so its own flock holds from the start
         self.path = lock_path(self.folder)
         self.command = command or shlex.join(sys.argv)  # a library caller: the process's own command line
         self.fix = fix or ("wait for that command to end (or stop it: a rerun of the same command goes on where it "
                            "stopped), or choose another --name")
         self.taken_over: dict | None = None
         self._fd: int | None = None
+        self._folder_fd: int | None = None
+        self._made_folder = False
 
     def __enter__(self) -> RunFolderLock:
         self.acquire()
@@ -125,7 +134,36 @@ class RunFolderLock:
                 os.close(fd)
                 continue
             self._take(fd, self._mine())
+            self._lock_folder()
             return
+
+    def _lock_folder(self) -> None:
+        """The folder's own flock, held beside the lock file's: a command whose lock file was deleted still
+        holds it. A folder that is not there (and not ``hold_folder``) or a filesystem without flock: the file
+        alone."""
+        if self.hold_folder and not self.folder.exists():
+            with contextlib.suppress(OSError):
+                self.folder.mkdir(parents=True)
+                self._made_folder = True
+        try:
+            folder_fd = os.open(self.folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError:
+            return
+        for _ in range(_TRIES):
+            try:
+                fcntl.flock(folder_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                self._folder_fd = folder_fd
+                return
+            except BlockingIOError:
+                time.sleep(0.05)
+            except OSError:
+                os.close(folder_fd)
+                return
+        os.close(folder_fd)
+        self.release()
+        raise FolderBusy("another command is writing this run folder (it holds the folder's own lock; its lock file "
+                         f"{self.path} was deleted while it ran, so its details are gone)", path=self.folder,
+                         fix=self.fix, holder=None)
 
     def _flock(self, fd: int) -> None:
         """Lock, or raise FolderBusy naming the holder. A few tries first: live_holder() probes for a moment."""
@@ -183,10 +221,17 @@ class RunFolderLock:
 
     def release(self) -> None:
         fd, self._fd = self._fd, None
+        folder_fd, self._folder_fd = self._folder_fd, None
+        if folder_fd is not None:
+            if self._made_folder:  # made for the lock and nothing written in it: as if never made
+                with contextlib.suppress(OSError):
+                    os.rmdir(self.folder)
+            os.close(folder_fd)
         if fd is None:
             return
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.path)  # while still locked: a waiter that opened it sees it gone and retries
+        if self._still_at_path(fd):  # not another command's file, made after ours was deleted
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.path)  # while still locked: a waiter that opened it sees it gone and retries
         os.close(fd)  # releases the flock
 
 
@@ -197,7 +242,7 @@ def live_holder(folder: str | Path) -> dict | None:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
-        return None
+        return {} if _folder_held(folder) else None  # the lock file deleted by hand while its holder runs
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
@@ -207,6 +252,23 @@ def live_holder(folder: str | Path) -> dict | None:
             holder = _read(fd)
             alive = holder and (holder.get("host") != socket.gethostname() or pid_alive(holder.get("pid")))
             return holder if alive else None
-        return None
+        return None if not _folder_held(folder) else {}
+    finally:
+        os.close(fd)
+
+
+def _folder_held(folder: str | Path) -> bool:
+    """Whether a command holds the folder's own lock (its lock file may have been deleted)."""
+    try:
+        fd = os.open(Path(folder), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
     finally:
         os.close(fd)

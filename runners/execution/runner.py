@@ -187,7 +187,7 @@ class Runner:
         """Run the pending queries, holding the run folder's lock (another command writing the folder: exit 2
         naming it). Ctrl-C: no query starts, those in flight finish, the session is recorded as interrupted;
         a second Ctrl-C raises StopNow at once (the queries in flight recorded as not finished)."""
-        with RunFolderLock(self.run_dir, self.command):
+        with RunFolderLock(self.run_dir, self.command, hold_folder=True):
             try:
                 return self._run()
             finally:

@@ -81,6 +81,9 @@ def judge_converted(converted: dict[str, Any], judge: FunctionJudge, *, evaluate
                     executor: JudgeExecutor | None = None) -> JudgeRun:
     """``executor`` judges the answers the cache does not hold: ``concurrency`` threads of this process by
     default, or e.g. runners/judging/judge_ray.py's Ray tasks; the labels are the same either way."""
+    if evaluate_times < 1:  # zero repeats would judge nothing and score a clean-looking 0.0
+        raise InputError(f"evaluate_times must be at least 1 (got {evaluate_times})", field="--evaluate-times",
+                         fix="write e.g. --evaluate-times 3")
     run = JudgeRun()
     wanted = set(test_ids) if test_ids is not None else None
     selected = {}

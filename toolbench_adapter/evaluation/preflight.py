@@ -34,6 +34,7 @@ from .judge import make_judge
 PREFLIGHT_MARKER = "tba-judge-preflight"  # stand-ins in tests recognise the test request by it
 PREFLIGHT_PROMPT = (f"[{PREFLIGHT_MARKER}] This is a connectivity check before judging. "
                     "Query: say hello. Answer: hello.")
+PROBE_TRIES = 3  # a judge that drops a request now and then is not refused for one unlucky test request
 URL_FIX = "start the judge server, or pass --judge-url with the OpenAI API root of a running one (e.g. " \
           "http://127.0.0.1:8000/v1)"
 
@@ -42,10 +43,7 @@ def preflight_judge(client: Any, probe: Callable[[], Any], *, warn: Callable[[st
     """Raise InputError unless the judge ``client`` is usable; ``probe()`` sends the one test request."""
     warn = warn or (lambda text: print(text, file=sys.stderr))
     _check_served(client, warn)
-    try:
-        probe()
-    except ChatError as exc:
-        raise _probe_error(client, exc) from None
+    _ask(client, probe, warn)
 
 
 def prepare_judge(client: Any, spec: Any, mode: str = "auto", *, warn: Callable[[str], None] | None = None,
@@ -66,10 +64,10 @@ def prepare_judge(client: Any, spec: Any, mode: str = "auto", *, warn: Callable[
         return judge
     tools = make_judge(client, spec, "tools", **options)
     try:
-        reply = tools.probe(PREFLIGHT_PROMPT)
+        reply = _ask(client, lambda: tools.probe(PREFLIGHT_PROMPT), warn, refuse=False)
     except ChatError as exc:
         if exc.status not in (400, 422):
-            raise _probe_error(client, exc) from None
+            raise _probe_error(client, exc, getattr(exc, "tries", 1)) from None
         why = f"auto: the endpoint refused a forced tool call (HTTP {exc.status}): json"
     else:
         problem = tools.reply_problem(reply)
@@ -89,10 +87,7 @@ def prepare_judge(client: Any, spec: Any, mode: str = "auto", *, warn: Callable[
 
 def _probe_in_shape(client: Any, judge: Any, asked: str) -> None:
     """The one test request in the judge's shape; a tools judge whose test call comes back as text is refused."""
-    try:
-        reply = judge.probe(PREFLIGHT_PROMPT)
-    except ChatError as exc:
-        raise _probe_error(client, exc) from None
+    reply = _ask(client, lambda: judge.probe(PREFLIGHT_PROMPT), None)
     problem = judge.reply_problem(reply)
     if problem is not None:
         name = getattr(client, "name", "the judge")
@@ -100,6 +95,29 @@ def _probe_in_shape(client: Any, judge: Any, asked: str) -> None:
                          f"back unusable ({problem})", field="--judge-mode",
                          fix="pass --judge-mode json (or leave --judge-mode out: auto asks the endpoint and picks "
                          "json here)" if asked == "tools" else "check the judge server's log")
+
+
+def _ask(client: Any, send: Callable[[], Any], warn: Callable[[str], None] | None, *, refuse: bool = True) -> Any:
+    """The test request, sent again (up to PROBE_TRIES) when it failed in a way another try can mend: a dropped
+    connection, a cut or garbled reply, a 5xx. Not again on a timeout (the client's own retries waited for it
+    already) nor on a 4xx (the same request gets the same answer). ``refuse``: InputError with the fix worded by
+    what happened; else the last ChatError."""
+    for attempt in range(1, PROBE_TRIES + 1):
+        try:
+            reply = send()
+        except ChatError as exc:
+            again = exc.fault is not FaultKind.TIMEOUT and not (exc.status is not None and 400 <= exc.status < 500)
+            if again and attempt < PROBE_TRIES:
+                continue
+            if not refuse:
+                exc.tries = attempt
+                raise
+            raise _probe_error(client, exc, attempt) from None
+        if attempt > 1 and warn is not None:
+            warn(f"warning: the judge ({getattr(client, 'name', 'the judge')}) failed {attempt - 1} of {attempt} "
+                 "test requests: it drops requests now and then (failed judgements are counted, never scored)")
+        return reply
+    raise AssertionError("unreachable")
 
 
 def _check_served(client: Any, warn: Callable[[str], None]) -> None:
@@ -130,11 +148,23 @@ def _check_served(client: Any, warn: Callable[[str], None]) -> None:
                              fix=f"pass --judge-model {ids[0]}" if ids else "load a model into the judge server")
 
 
-def _probe_error(client: Any, exc: ChatError) -> InputError:
+def _probe_error(client: Any, exc: ChatError, tries: int = 1) -> InputError:
     name = getattr(client, "name", "the judge")
-    head = f"the judge ({name}) did not answer a test request: {exc}"
-    if exc.fault in (FaultKind.CONNECTION_ERROR, FaultKind.TIMEOUT, FaultKind.TRUNCATED_BODY):
-        return InputError(head, field="--judge-url", fix=URL_FIX)
+    times = f" ({tries} tries)" if tries > 1 else ""
+    head = f"the judge ({name}) did not answer a test request{times}: {exc}"
+    if exc.fault is FaultKind.TIMEOUT:
+        timeout = getattr(client, "timeout", None)
+        within = f" within {timeout:g} s" if isinstance(timeout, (int, float)) else " in time"
+        return InputError(head, field="--judge-timeout",
+                          fix=f"the judge did not answer{within}: check it is up and not overloaded, or raise "
+                          "--judge-timeout")
+    if exc.fault is FaultKind.CONNECTION_ERROR:
+        return InputError(head, field="--judge-url",
+                          fix="it answered GET /models but dropped the test request's connection: check the judge "
+                          "server's log (is it restarting, or behind a proxy that closes connections?), then rerun")
+    if exc.fault is FaultKind.TRUNCATED_BODY:
+        return InputError(head, field="--judge-url",
+                          fix="the judge's replies were cut short: check the judge server (or a proxy before it)")
     if exc.status in (401, 403):
         return InputError(head, field="--judge-api-key", fix="pass --judge-api-key or set OPENAI_API_KEY")
     if exc.status == 404:
@@ -148,4 +178,7 @@ def _probe_error(client: Any, exc: ChatError) -> InputError:
     if exc.fault in (FaultKind.HTTP_5XX, FaultKind.HTTP_429):
         return InputError(head, field="--judge-url",
                           fix="the judge server failed after the client's retries: check its log, then rerun")
-    return InputError(head, field="--judge-url", fix="point --judge-url at an OpenAI-compatible chat API")
+    # NOT_JSON, or JSON that is no chat completion, every try: the URL is likely not an OpenAI chat API
+    return InputError(head, field="--judge-url",
+                      fix="the judge answered, but not with an OpenAI chat completion: point --judge-url at the "
+                      "API root of an OpenAI-compatible chat server (e.g. http://127.0.0.1:8000/v1)")

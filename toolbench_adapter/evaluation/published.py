@@ -13,6 +13,7 @@ comes from.
 from __future__ import annotations
 
 import json
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,10 +31,11 @@ from .published_averages import (  # noqa: F401  (the checks are part of this mo
     followed_by,
 )
 from .published_cells import PublishedCell, parse_cell, prints_as  # noqa: F401
-from .published_columns import METRICS, column_key, metric_word  # noqa: F401
+from .published_columns import METRICS, POOLED, column_key, metric_word  # noqa: F401
+from .published_file import read_table_text
 from .published_formats import find_grids
 from .published_names import BY_MATCH, BY_PRESET, BY_WORDS, normalise, pair_rows, unmatched_text  # noqa: F401
-from .published_tables import PublishedRow, PublishedTable, tables_from_grid
+from .published_tables import GUESSED, PublishedRow, PublishedTable, tables_from_grid
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data" / "published"
 SETS = ("stb", "toolbench", "all")
@@ -73,14 +75,11 @@ def parse_metric_choice(text: str) -> MetricChoice:
 def read_tables(path: str | Path, *, meta: dict | None = None) -> list[PublishedTable]:
     """Every published table in a file (numbered 1, 2, ... in file order: FILE#N)."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("published table not found", path=path,
-                         fix=f"pass a {FORMS} file, or one of {', '.join(SETS)}") from None
+    # the text is let go once its grids are cut out of it (a large file need not be held twice)
+    grids = find_grids(path, read_table_text(path, f"{FORMS} file, or one of {', '.join(SETS)}"))
     tables: list[PublishedTable] = []
     problems: list[str] = []
-    for grid in find_grids(path, text):
+    for grid in grids:
         found, trouble = tables_from_grid(grid, path)
         tables += found
         problems += trouble
@@ -157,6 +156,14 @@ def load_all(specs: list[str], metric_texts: list[str] | None = None) -> list[Pu
                              field="--published-metric",
                              fix=("tables read: " + ", ".join(t.id for t in files)) if files else
                              "it sets the metric of a --published FILE (shipped tables carry theirs in index.json)")
+    unnamed = [t for t in files if t.metric_source.startswith(GUESSED)]
+    if unnamed:  # asked, never guessed: a SoWR table read as SoPR would be compared with the wrong labels
+        flags = " ".join("--published-metric " + shlex.quote(f"{t.path}#{t.number}={t.metric}") for t in unnamed)
+        raise InputError(f"nothing names the metric of {', '.join(t.id for t in unnamed)} (no column header, "
+                         "section row, caption or text above the table says pass rate, win rate or FAC)",
+                         field="--published-metric",
+                         fix=f"say which, e.g. {flags} (each the metric its cells suggest: with ± SoPR, "
+                         "judge repeats; without, SoWR; check it against the paper)")
     return tables
 
 
@@ -173,6 +180,9 @@ def reading_lines(table: PublishedTable) -> list[str]:
     columns = ", ".join(f"{header}={GROUP_LABELS.get(key, key)}" if normalise(header) != normalise(
         GROUP_LABELS.get(key, key)) else header for header, key in table.columns)
     lines.append(f"  columns read: {columns}")
+    if any(key == POOLED for _, key in table.columns):
+        lines.append(f"  {POOLED}: pooled over every query, not the mean of the six groups: not checked against its "
+                     "row's cells, and compared with nothing (no reproduced pooled figure)")
     if table.not_placed:
         lines.append("  not placed: " + "; ".join(table.not_placed))
     for row in table.rows:
@@ -195,7 +205,7 @@ def readings_text(tables: list[PublishedTable]) -> str:
 # ---- published against reproduced --------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(slots=True)  # one per published cell: a large table holds millions
 class CellComparison:
     row: PublishedRow
     column: str
@@ -280,7 +290,7 @@ def compare(table: PublishedTable, lines: list[BoardLine], matches: dict[str, st
         pair = pairs.get(row.name)
         line = _lines_of(table, pair.model, lines, {**(preset or {}), **matches}) if pair else None
         for column, cell in row.cells.items():
-            score = line.value(column) if line is not None else None
+            score = line.value(column) if line is not None and column != POOLED else None  # no pooled figure
             if score is None:
                 out.append(CellComparison(row, column, cell, None, None, NO_LABELS, line))
                 continue

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
+from functools import lru_cache
 
 NUMBER, EMPTY, TEXT = "number", "not reported", "text"
 EMPTY_MARKS = {"", "/", "-", "–", "—", "--", "---", "n/a", "na", "n.a.", "none", "✗", "×"}
@@ -28,9 +29,11 @@ _SUPERSCRIPTS = "⁰¹²³⁴⁵⁶⁷⁸⁹ᵃᵇᶜᵈᵉᶠᵍʰⁱʲᵏˡᵐ
 _ENTITIES = {"&plusmn;": "±", "&pm;": "±", "&ndash;": "–", "&mdash;": "—", "&nbsp;": " ", "&dagger;": "†",
              "&Dagger;": "‡", "&amp;": "&", "&lt;": "<", "&gt;": ">", "&minus;": "-", "&#177;": "±"}
 NUMBER_RE = re.compile(r"^(-?\d+(?:\.(\d+))?)(?:±(\d+(?:\.\d+)?))?$")
+# "12/20 (60.0%)" (the % already taken off): the solved count of the total, then the rate, which is the cell
+FRACTION_RE = re.compile(r"^\d+ ?\/ ?\d+ ?\((\d+(?:\.(\d+))?)(?:±(\d+(?:\.\d+)?))?\)$")
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)  # one per distinct printed cell (read is cached): shared, never changed
 class PublishedCell:
     text: str  # as printed, markup taken off
     mean: float
@@ -87,58 +90,88 @@ def _html(text: str) -> str:
     return re.sub(r"</?[a-zA-Z][^>]*>", "", text)
 
 
+_IMAGE = re.compile(r"!\[[^\]]*\]\([^)]*\)")
+_FOOTNOTE_REF = re.compile(r"\[\^[^\]]*\]")
+_EMPHASIS = [(re.compile(pattern), replacement) for pattern, replacement in (
+    (r"\[([^\[\]]*)\]\([^()]*\)", r"\1"),  # links keep their text
+    (r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1", r"\2"),
+    (r"~~(?=\S)(.+?)(?<=\S)~~", r"\1"),
+    (r"(?<![\w*])\*(?=\S)(.+?)(?<=\S)\*(?![\w*])", r"\1"),
+    (r"(?<![\w_])_(?=\S)(.+?)(?<=\S)_(?![\w_])", r"\1"),
+    (r"^\s*(\*\*|__|\*|_|~~)\s*(.+?)\s*\1\s*$", r"\2"),  # the whole cell, spaces inside
+)]
+
+
 def _markdown(text: str) -> str:
-    text = re.sub(r"!\[[^\]]*\]\([^)]*\)", "", text)  # images
-    text = re.sub(r"\[\^[^\]]*\]", "", text)  # footnote references [^1]
+    if "![" in text:
+        text = _IMAGE.sub("", text)  # images
+    if "[^" in text:
+        text = _FOOTNOTE_REF.sub("", text)  # footnote references [^1]
     text = text.replace("`", "")  # code spans: a table cell holds no backtick of its own
+    if not any(char in text for char in "[*_~"):  # nothing below could match (a row name such as "GPT-4 (DFS)")
+        return text
     for _ in range(6):  # ***x***, **_x_**, [**x**](link)
         before = text
-        text = re.sub(r"\[([^\[\]]*)\]\([^()]*\)", r"\1", text)  # links keep their text
-        text = re.sub(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1", r"\2", text)
-        text = re.sub(r"~~(?=\S)(.+?)(?<=\S)~~", r"\1", text)
-        text = re.sub(r"(?<![\w*])\*(?=\S)(.+?)(?<=\S)\*(?![\w*])", r"\1", text)
-        text = re.sub(r"(?<![\w_])_(?=\S)(.+?)(?<=\S)_(?![\w_])", r"\1", text)
-        text = re.sub(r"^\s*(\*\*|__|\*|_|~~)\s*(.+?)\s*\1\s*$", r"\2", text)  # the whole cell, spaces inside
+        for pattern, replacement in _EMPHASIS:
+            text = pattern.sub(replacement, text)
         if text == before:
             break
     return text
 
 
+_CARET_MARK = re.compile(r"\^\(?[A-Za-z0-9†‡*]{1,3}\)?(?![A-Za-z0-9.])")  # ^a, ^1, ^†
+_MARK_CHARS = re.compile(f"[{re.escape(_FOOTNOTE_CHARS)}{_SUPERSCRIPTS}]")
+_MARK_BEFORE_EMPHASIS = re.compile(f"\\^?[{_FOOTNOTE_CHARS.replace('*', '')}{_SUPERSCRIPTS}]")  # _x_¹
+_DELTAS = [re.compile(r"\s*\(\s*[+\-↑↓▲▼]\s*\d+(?:\.\d+)?\s*%?\s*\)$"), re.compile(r"\s*[↑↓▲▼]\s*\d*(?:\.\d+)?\s*%?$")]
+_PM_IN_PARENTHESES = re.compile(r"\s*\(\s*±\s*(\d+(?:\.\d+)?)\s*\)")  # 52.2 (±1.1)
+
+
+# a cell with none of these holds no markup, mark or delta: only its spaces change (most cells of a big table)
+_MARKUP_CHARS = re.compile("[" + re.escape("\\${}<&[]!`*_~^()+\u2212\u00a0↑↓▲▼" + _FOOTNOTE_CHARS + _SUPERSCRIPTS)
+                           + "]")
+_SPACES = re.compile(r"\s+")
+_AROUND_PM = re.compile(r"\s*±\s*")
+
+
 def _footnote_marks(text: str) -> str:
-    text = re.sub(r"\^\(?[A-Za-z0-9†‡*]{1,3}\)?(?![A-Za-z0-9.])", "", text)  # ^a, ^1, ^†
-    text = re.sub(f"[{re.escape(_FOOTNOTE_CHARS)}{_SUPERSCRIPTS}]", "", text)
-    return text
+    if "^" in text:
+        text = _CARET_MARK.sub("", text)
+    return _MARK_CHARS.sub("", text)
 
 
 def clean(text: str, *, keep_percent: bool = False) -> str:
     """The cell's text without markup, footnote marks, % signs (``keep_percent``: kept, for a heading shown as
     printed) or deltas, spaces around ± closed up."""
+    if not _MARKUP_CHARS.search(text):  # the same result as below, without its two dozen substitutions
+        text = _AROUND_PM.sub("±", _SPACES.sub(" ", text).strip())
+        return (text if keep_percent else text.replace("%", "")).strip()
     text = _html(_latex(text))
-    text = re.sub(f"\\^?[{_FOOTNOTE_CHARS.replace('*', '')}{_SUPERSCRIPTS}]", "", text)  # before emphasis: _x_¹
+    text = _MARK_BEFORE_EMPHASIS.sub("", text)  # before emphasis: _x_¹
     text = _markdown(text)
     text = _footnote_marks(text)
     text = text.replace("−", "-").replace("\u00a0", " ").replace("+-", "±").replace("+/-", "±")
-    text = re.sub(r"\s+", " ", text).strip()
+    text = _SPACES.sub(" ", text).strip()
     # a printed change beside the figure: "64.1 (+5.2)", "64.1 ↑5.2", "(↓0.4)"
-    text = re.sub(r"\s*\(\s*[+\-↑↓▲▼]\s*\d+(?:\.\d+)?\s*%?\s*\)$", "", text)
-    text = re.sub(r"\s*[↑↓▲▼]\s*\d*(?:\.\d+)?\s*%?$", "", text)
-    text = re.sub(r"\s*\(\s*±\s*(\d+(?:\.\d+)?)\s*\)", r"±\1", text)  # 52.2 (±1.1)
-    text = re.sub(r"\s*±\s*", "±", text)
+    for delta in _DELTAS:
+        text = delta.sub("", text)
+    text = _PM_IN_PARENTHESES.sub(r"±\1", text)
+    text = _AROUND_PM.sub("±", text)
     return (text if keep_percent else text.replace("%", "")).strip()
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class Reading:
     kind: str  # NUMBER, EMPTY or TEXT
     text: str  # cleaned
     cell: PublishedCell | None = None
 
 
+@lru_cache(maxsize=1 << 16)  # a large table prints the same few thousand cells again and again
 def read(text: str) -> Reading:
     cleaned = clean(text)
     if cleaned.lower() in EMPTY_MARKS:
         return Reading(EMPTY, cleaned)
-    match = NUMBER_RE.match(cleaned)
+    match = NUMBER_RE.match(cleaned) or FRACTION_RE.match(cleaned)
     if not match:
         return Reading(TEXT, cleaned)
     std = float(match.group(3)) if match.group(3) is not None else None

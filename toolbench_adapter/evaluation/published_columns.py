@@ -25,7 +25,12 @@ _KINDS = {"instruction": ("i", "in", "ins", "inst", "instr", "instruct", "instru
           "tool": ("t", "tl", "tool", "tools")}
 KIND_WORDS = {word: kind for kind, words in _KINDS.items() for word in words}
 LEVEL_WORDS = {"i", "g", "l", "group", "level", "set"}
-AVERAGE_WORDS = {"avg", "average", "mean", "overall", "ave"}
+AVERAGE_WORDS = {"avg", "average", "mean", "ave"}
+# "Overall" is pooled over every query of the six groups, not the mean of the six: its own key, never checked as
+# the mean of its row's cells, and compared with nothing (no reproduced pooled figure)
+POOLED = "Overall"
+POOLED_WORDS = {"overall", "pooled"}
+LEVEL_MEANS = {"1": "I1", "2": "I2", "3": "I3"}  # a G1 / G2 / G3 column: the mean of that level's groups
 STD_WORDS = {"stderror", "stderr", "std", "sd", "se", "sem", "error", "stdev"}
 FILLER_WORDS = {"rate", "rates", "so", "score", "scores", "the", "of", "result", "results", "test", "on", "set"}
 # metric words in a column header or a section row, where a bare "Pass" / "Win" means the metric
@@ -74,7 +79,7 @@ def place(header: str) -> Placement:
     metric = metrics.pop() if len(metrics) == 1 else None
     if STD_WORDS & set(tokens):
         return Placement(None, STD, metric, "an error / std column, not a cell")
-    level, kind, average, unknown = None, None, False, []
+    level, kind, average, pooled, unknown = None, None, False, False, []
     rest = list(tokens)
     for i, token in enumerate(tokens[:-1]):  # "i 1", "g 3", "group 2"
         if token in LEVEL_WORDS and tokens[i + 1] in ("1", "2", "3") and level is None:
@@ -87,6 +92,8 @@ def place(header: str) -> Placement:
             kind = KIND_WORDS[token]
         elif token in AVERAGE_WORDS:
             average = True
+        elif token in POOLED_WORDS:
+            pooled = True
         elif token not in HEADER_METRICS and token not in FILLER_WORDS:
             unknown.append(token)
     if unknown:
@@ -96,12 +103,16 @@ def place(header: str) -> Placement:
         if group not in GROUPS:
             return Placement(None, None, metric, f"no group {group} in the benchmark")
         return Placement(group, GROUP, metric)
+    if pooled and not (level or kind or average):
+        return Placement(POOLED, GROUP, metric)
+    if pooled:
+        return Placement(None, None, metric, "pooled over part of the groups: no reproduced figure to compare")
     if average or (metric and not level and not kind):  # "Avg", ToolBench's "WinRate"
         return Placement(AVERAGE, GROUP, metric)
     if kind:
         return Placement(None, None, metric, f"which of I1 / I2 / I3 is '{kind}'?")
-    if level:
-        return Placement(None, None, metric, f"which group of I{level} (Inst / Cat / Tool)?")
+    if level:  # "G2" alone: the mean of its groups, as the leaderboard's I2 column
+        return Placement(LEVEL_MEANS[level], GROUP, metric)
     return Placement(None, None, metric, "not a group or an Average")
 
 

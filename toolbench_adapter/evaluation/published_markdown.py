@@ -9,6 +9,7 @@ a ``Table 3: ...`` line right below it is its caption.
 from __future__ import annotations
 
 import re
+import sys
 
 from .published_grids import Grid
 
@@ -17,8 +18,20 @@ CAPTION_RE = re.compile(r"^[\s*_>]*(table|tab\.)\s*\d+", re.I)
 
 
 def split_cells(line: str) -> list[str]:
-    cells, current, in_code, i = [], [], False, 0
     text = line.strip()
+    if "`" not in text and "\\|" not in text:  # no code span, no escaped pipe: every | is a break
+        cells = text.split("|")
+        if text.startswith("|"):
+            cells = cells[1:]
+        if text.endswith("|") and cells:
+            cells = cells[:-1]
+        return [sys.intern(c.strip()) for c in cells]  # a large table repeats its cells: kept once
+    return split_cells_carefully(text)
+
+
+def split_cells_carefully(text: str) -> list[str]:
+    """Character by character: pipes inside code spans and escaped ones are no breaks."""
+    cells, current, in_code, i = [], [], False, 0
     while i < len(text):
         char = text[i]
         if char == "\\" and i + 1 < len(text) and text[i + 1] == "|":

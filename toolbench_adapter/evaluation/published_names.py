@@ -56,6 +56,14 @@ def pair_rows(rows: list[str], models: list[str], matches: dict[str, str],
         by_norm.setdefault(normalise(model), model)
     wanted = {normalise(k): (v, BY_PRESET) for k, v in (preset or {}).items()}
     wanted.update({normalise(k): (v, BY_MATCH) for k, v in matches.items()})
+    # each name's words once, indexed by them: a row looks up its equals instead of walking every other row
+    words = {name: name_words(name) for name in (*rows, *models)}
+    models_by_words: dict[frozenset[str], list[str]] = {}
+    for model in models:
+        models_by_words.setdefault(words[model], []).append(model)
+    rows_by_words: dict[frozenset[str], set[str]] = {}
+    for row in rows:
+        rows_by_words.setdefault(words[row], set()).add(row)
     out: dict[str, Pair] = {}
     for row in rows:
         chosen = wanted.get(normalise(row))
@@ -67,9 +75,8 @@ def pair_rows(rows: list[str], models: list[str], matches: dict[str, str],
         if normalise(row) in by_norm:
             out[row] = Pair(by_norm[normalise(row)], BY_NAME)
             continue
-        same_words = [m for m in models if name_words(m) == name_words(row)]
-        others = [r for r in rows if r != row and name_words(r) == name_words(row)]
-        if len(same_words) == 1 and not others:
+        same_words = models_by_words.get(words[row], [])
+        if len(same_words) == 1 and rows_by_words[words[row]] == {row}:  # no other row holds the same words
             out[row] = Pair(same_words[0], BY_WORDS)
     return out
 

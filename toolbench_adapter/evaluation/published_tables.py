@@ -7,7 +7,8 @@ cells, and the metric of each table.
   under a ``\\multirow`` or a left-out repeat takes the value above it; a ``/`` there is no part of the name.
 - Metric, nearest first: the column's own header (``Pass`` / ``Win`` under a group, ``G1_tool_WinRate``), a
   leading column or section row that names one (``| Pass | ReACT | ... |``, ``\\multicolumn{9}{c}{Win Rate}``),
-  the table's caption or the heading above it; else guessed from ± (and the output says so). A grid whose
+  the table's caption or the heading above it; else a guess from ± that load_all refuses to use (exit 2 asks
+  for --published-metric). A grid whose
   columns or sections name different metrics gives one table per metric.
 - Every cell of a placed column is a number, "not reported" (``/``, ``-``, ``–``, ``N/A``, empty) or
   unreadable (kept, and named); a header that places nowhere is named, never dropped.
@@ -16,8 +17,10 @@ cells, and the metric of each table.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 
 from . import published_cells as cells
 from .published_cells import PublishedCell
@@ -37,15 +40,19 @@ from .published_columns import (
 )
 from .published_grids import Grid
 
+_NONE: Mapping[str, str] = MappingProxyType({})
+GUESSED = "guessed:"  # a metric nothing names: load_all asks for --published-metric rather than use it
 CONTEXT_LINES = 8  # how far above a table a heading may be and still name its metric
 
 
-@dataclass
+@dataclass(slots=True)  # one per row: a large table holds hundreds of thousands
 class PublishedRow:
     name: str
     cells: dict[str, PublishedCell] = field(default_factory=dict)  # group or AVERAGE -> cell
-    not_reported: list[str] = field(default_factory=list)  # columns printed "/", "-", "N/A" or empty
-    unreadable: dict[str, str] = field(default_factory=dict)  # column -> the printed text
+    # columns printed "/", "-", "N/A" or empty; column -> the printed text of a cell that is no number. Both are a
+    # shared empty until _put gives a row its first (most rows of a large table have none: 120 bytes a row)
+    not_reported: Sequence[str] = ()
+    unreadable: Mapping[str, str] = field(default_factory=lambda: _NONE)
     line: int = 0
 
 
@@ -143,18 +150,32 @@ class _Part:
     rows: list[PublishedRow] = field(default_factory=list)
     sections: list[str] = field(default_factory=list)  # the section label of each row
     dropped: dict[int, int] = field(default_factory=dict)  # column index -> numbers in a second column of a group
+    placed: set[int] = field(default_factory=set)  # the indices of ``columns``
+
+
+_LIST_MARK = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
+
+
+def _context_kind(line: str) -> str:
+    """How the line above a table is named in the output: a heading (``#``, a bold line), a list item, or text."""
+    stripped = line.strip()
+    if stripped.startswith("#") or re.fullmatch(r"(\*\*|__).+\1:?", stripped):
+        return "the heading"
+    if _LIST_MARK.match(stripped) and not stripped.startswith("**"):
+        return "the list item"
+    return "the heading" if stripped.startswith("\\") else "the text"
 
 
 def context_metric(grid: Grid) -> tuple[str | None, str]:
     """The metric the caption or the nearest heading names, and where it was read."""
     caption = [("caption", grid.caption)] if grid.caption else []
-    context = [("the heading", line) for line in grid.context[:CONTEXT_LINES]]
+    context = [(_context_kind(line), line) for line in grid.context[:CONTEXT_LINES]]
     ordered = caption + context if grid.form == "LaTeX" else context + caption
     for kind, text in ordered:
         metric = metric_in_text(text)
         if metric:
             # shown as printed: "(%)" kept, a Markdown heading's leading #s taken off
-            shown = re.sub(r"^#+\s*", "", cells.clean(text, keep_percent=True))
+            shown = _LIST_MARK.sub("", re.sub(r"^#+\s*", "", cells.clean(text, keep_percent=True)))
             shown = shown if len(shown) <= 60 else shown[:57] + "..."
             return metric, f"{kind} '{shown}'"
     return None, ""
@@ -166,7 +187,7 @@ def tables_from_grid(grid: Grid, path: Path) -> tuple[list[PublishedTable], list
     expected = len(grid.rows[0])
     readings = [[cells.read(c) for c in row] + [cells.Reading(cells.EMPTY, "")] * (width - len(row))
                 for row in grid.rows]
-    raw = [row + [""] * (width - len(row)) for row in grid.rows]
+    raw = [row if len(row) == width else row + [""] * (width - len(row)) for row in grid.rows]  # no copy of full rows
     h = 0
     while h < len(raw) and not _is_data(readings[h]):
         distinct = {c.strip() for c in raw[h] if c.strip()}
@@ -274,11 +295,15 @@ def _read_parts(grid: Grid, path: Path, raw, readings, h: int, expected: int) ->
                 metric, source = section_metric
             else:
                 metric, source = context, context_source
-            part = parts.setdefault(metric, _Part(metric, source, []))
-            if column not in part.columns:
+            part = parts.get(metric)
+            if part is None:
+                part = parts[metric] = _Part(metric, source, [])
+            if column.index not in part.placed:  # by index: comparing whole columns was the slowest step
+                part.placed.add(column.index)
                 part.columns.append(column)
-            if not part.rows or part.rows[-1].line != grid.line_of(i) or part.rows[-1].name != name:
-                part.rows.append(PublishedRow(name, line=grid.line_of(i)))
+            line = grid.line_of(i)
+            if not part.rows or part.rows[-1].line != line or part.rows[-1].name != name:
+                part.rows.append(PublishedRow(name, line=line))
                 part.sections.append(section)
             if not _put(part.rows[-1], column, row[column.index], raw[i][column.index]) \
                     and row[column.index].kind == cells.NUMBER:
@@ -308,9 +333,9 @@ def _put(row: PublishedRow, column: _Column, reading: cells.Reading, printed: st
     if reading.kind == cells.NUMBER:
         row.cells[key] = reading.cell
     elif reading.kind == cells.EMPTY:
-        row.not_reported.append(key)
+        row.not_reported = [*row.not_reported, key]
     else:
-        row.unreadable[key] = printed.strip()
+        row.unreadable = {**row.unreadable, key: printed.strip()}
     return True
 
 
@@ -344,8 +369,8 @@ def _table(grid: Grid, path: Path, part: _Part, not_placed: list[str], malformed
     if not table.metric:
         has_std = any(c.std is not None for r in table.rows for c in r.cells.values())
         table.metric = SOPR if has_std else SOWR
-        table.metric_source = ("guessed: nothing names the metric, and the cells carry ± (judge repeats)" if has_std
-                               else "guessed: nothing names the metric, and no cell carries ±")
+        table.metric_source = (f"{GUESSED} nothing names the metric, and the cells carry ± (judge repeats)" if has_std
+                               else f"{GUESSED} nothing names the metric, and no cell carries ±")
     means = [c.mean for r in table.rows for c in r.cells.values()]
     if means and all(0 <= m <= 1 for m in means) and any(0 < m < 1 for m in means):
         table.scale = 100.0

@@ -69,6 +69,9 @@ def sopr(labels: Mapping[str, Mapping[int, Label]], *, mode: str = UPSTREAM, eva
     """A failed judgement (Label.ERROR: no verdict) is no outcome of the query: it is left out of its repeat's
     numerator and denominator alike and counted in ``errors``, never scored as Unsolved. ``n``: the queries with a
     verdict in some repeat (0 when every judgement failed)."""
+    if evaluate_times is not None and evaluate_times < 1:
+        raise InputError(f"evaluate_times must be at least 1 (got {evaluate_times})", field="--evaluate-times",
+                         fix="write e.g. --evaluate-times 3")
     times = evaluate_times or evaluate_times_of(labels)
     if mode == UPSTREAM:
         counted = {qid: labels[qid] for qid in labels}

@@ -6,6 +6,8 @@ import argparse
 import os
 import shlex
 
+from ..ranges import COUNT, SECONDS, bounded
+
 
 def add_stb_root(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
@@ -64,7 +66,7 @@ def add_judge_flags(parser: argparse.ArgumentParser, *, evaluator_help: str, pre
     parser.add_argument("--evaluator", default="default", help=evaluator_help)
     parser.add_argument("--evaluators-dir", action="append", default=[], metavar="DIR",
                         help="where to look up evaluator names, e.g. <stb>/toolbench/tooleval/evaluators")
-    parser.add_argument("--attempts", type=int, default=3,
+    parser.add_argument("--attempts", type=COUNT, default=3,
                         help="requests per verdict when the judge answers malformed (default 3)")
     add_judge_option(parser)
     parser.add_argument("--cache", default="results/cache/judge.jsonl", metavar="FILE",
@@ -79,7 +81,9 @@ def add_judge_flags(parser: argparse.ArgumentParser, *, evaluator_help: str, pre
 
 
 JUDGE_FAILURES_EXIT = 3  # judgements failed: counted, not scored; the same command redoes them
-JUDGE_OPTION_TYPES = {"retries": int, "wait_min": float, "wait_max": float, "timeout": float}
+JUDGE_OPTION_RANGES = {"retries": COUNT, "wait_min": bounded(float, ge=0), "wait_max": bounded(float, ge=0),
+                       "timeout": SECONDS}  # the same ranges as the flags (--attempts, --judge-timeout)
+JUDGE_OPTION_EXAMPLES = {"retries": 3, "wait_min": 1, "wait_max": 10, "timeout": 60}
 
 
 def add_judge_option(parser: argparse.ArgumentParser) -> None:
@@ -90,23 +94,22 @@ def add_judge_option(parser: argparse.ArgumentParser) -> None:
 
 
 def judge_client_options(args: argparse.Namespace) -> dict:
-    """--judge-option pairs, typed; an unknown key or a bad value is exit 2 naming the keys."""
+    """--judge-option pairs, typed and range-checked as the flags are (runners/cli/ranges.py); an unknown key or
+    a bad value is exit 2 naming the keys."""
     from toolbench_adapter.errors import InputError
 
     options = {}
     for key, value in parse_options(getattr(args, "judge_option", None) or []).items():
-        kind = JUDGE_OPTION_TYPES.get(key)
-        if kind is None:
+        ranged = JUDGE_OPTION_RANGES.get(key)
+        if ranged is None:
             raise InputError(f"unknown judge option {key!r}", field="--judge-option",
-                             fix=f"use one of {', '.join(JUDGE_OPTION_TYPES)}, e.g. --judge-option retries=5")
+                             fix=f"use one of {', '.join(JUDGE_OPTION_RANGES)}, e.g. --judge-option retries=5")
         try:
-            options[key] = kind(value)
-        except (TypeError, ValueError):
-            raise InputError(f"judge option {key}={value!r} is not a {kind.__name__}", field="--judge-option",
-                             fix=f"write e.g. --judge-option {key}=2") from None
-        if options[key] < (1 if key == "retries" else 0):
-            raise InputError(f"judge option {key}={value} is out of range", field="--judge-option",
-                             fix="retries is at least 1; waits and the timeout are not negative")
+            options[key] = ranged.read(key, str(value))
+        except InputError as exc:
+            raise InputError(f"judge option {key}={value}: {exc.problem}", field="--judge-option",
+                             fix=f"write {ranged.words()}, e.g. --judge-option {key}={JUDGE_OPTION_EXAMPLES[key]}"
+                             ) from None
     return options
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ..ranges import SEED
+
 DESCRIPTION = """\
 Two questions, two inputs.
 
@@ -57,7 +59,7 @@ def add_command(subparsers, name: str, help_text: str, description: str) -> None
                         "react-find,react-robust")
     parser.add_argument("--baseline", metavar="PARSER",
                         help="with --runs: the parser the others are compared with (default: the dialect's default)")
-    parser.add_argument("--seed", type=int, default=0, help="with --runs: bootstrap seed (default 0)")
+    parser.add_argument("--seed", type=SEED, default=0, help="with --runs: bootstrap seed (default 0)")
     parser.add_argument("--judge-id", default=None, metavar="ID",
                         help="with --runs: the evaluation to compare (its folder under RUN/eval). Default: the "
                         "latest evaluation complete in every run; runs judged by different judges are refused")

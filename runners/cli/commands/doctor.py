@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from ..ranges import SECONDS
+
 HELP = """\
 Checks each piece a run needs for a number that can stand beside the StableToolBench leaderboard and prints
 one line per piece: OK, or MISSING with what it is and the command or link that gets it.
@@ -48,7 +50,7 @@ def register(subparsers) -> None:
     p.add_argument("--judge-model", default=None,
                    help="judge model (default: $TBA_JUDGE_MODEL, else gpt-4o-mini, as tba evaluate)")
     p.add_argument("--judge-api-key", default=None, help="the judge's API key (default: $OPENAI_API_KEY)")
-    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="S",
+    p.add_argument("--timeout", type=SECONDS, default=DEFAULT_TIMEOUT_S, metavar="S",
                    help=f"seconds for each network check (default {DEFAULT_TIMEOUT_S:g})")
     p.set_defaults(func=run, judge_backend="openai")
 

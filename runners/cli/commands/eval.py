@@ -23,6 +23,7 @@ the same command redoes them) or judgements failed."""
 def register(subparsers) -> None:
     import argparse
 
+    from ..ranges import COUNT
     from .evaluate import add_judge_arguments
     from .run import add_run_arguments
 
@@ -30,7 +31,7 @@ def register(subparsers) -> None:
                               description=HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_run_arguments(p, fanout=False)
     add_judge_arguments(p)
-    p.add_argument("--judge-concurrency", type=int, default=4, help="judge requests in flight (default 4)")
+    p.add_argument("--judge-concurrency", type=COUNT, default=4, help="judge requests in flight (default 4)")
     p.add_argument("--judge-cache", default="results/cache/judge.jsonl",
                    help="judgement cache file (default results/cache/judge.jsonl)")
     p.add_argument("--check-only", action="store_true",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ..ranges import COUNT, SECONDS
+
 HELP = """\
 Turns a run folder into its leaderboard row: converts every group's answer files (StableToolBench's
 converted format), judges them with the StableToolBench decision procedure (--evaluate-times repeats,
@@ -45,7 +47,7 @@ def register(subparsers) -> None:
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("run_dir", help="a folder written by tba run")
     add_judge_arguments(p)
-    p.add_argument("--concurrency", type=int, default=4, help="judge requests in flight (default 4)")
+    p.add_argument("--concurrency", type=COUNT, default=4, help="judge requests in flight (default 4)")
     p.add_argument("--executor", choices=("threads", "ray"), default="threads",
                    help="threads of this process (default) or ray: judge request batches as tasks of a Ray "
                    "cluster (pip install -e '.[ray]')")
@@ -79,13 +81,13 @@ def add_judge_arguments(p) -> None:
                    help="openai judge on vLLM/SGLang: start the verdict for the model (continue_final_message); "
                    "helps small served models answer in JSON. Always on for the hf judge")
     add_judge_constrain(p)
-    p.add_argument("--judge-max-tokens", type=int, default=None,
+    p.add_argument("--judge-max-tokens", type=COUNT, default=None,
                    help="verdict token budget (default: the evaluator's config, 1000 for the project's own)")
-    p.add_argument("--judge-timeout", type=float, default=None, help="seconds per judge request (openai; default 60)")
+    p.add_argument("--judge-timeout", type=SECONDS, default=None, help="seconds per judge request (openai; default 60)")
     add_judge_option(p)
     p.add_argument("--evaluator", default=None, help="evaluator folder or name (default: the project's own)")
     p.add_argument("--evaluators-dir", default=None, help="where evaluator names are looked up")
-    p.add_argument("--evaluate-times", type=int, default=3, help="independent judgements per query (default 3)")
+    p.add_argument("--evaluate-times", type=COUNT, default=3, help="independent judgements per query (default 3)")
     p.add_argument("--model-label", default=None, help="row name in the tables (default: the run's name)")
     p.add_argument("--score-anyway", action="store_true",
                    help="score a run that holds infrastructure failures or was interrupted (refused otherwise, exit "

@@ -7,6 +7,7 @@ import argparse
 from toolbench_adapter.evaluation.evaluator import load_evaluator
 from toolbench_adapter.evaluation.run_judge import fac_file, judge_file, names_from_path
 
+from ..ranges import COUNT
 from ._common import (
     JUDGE_FAILURES_EXIT,
     add_judge_constrain,
@@ -45,8 +46,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_judge_flags(parser, evaluator_help="evaluator folder (config.yaml + template.txt), or its name under --evaluators-dir; default: the project's own",
                     prefill_help='openai judge on vLLM/SGLang: start the verdict for the model (continue_final_message)')
     add_judge_constrain(parser)
-    parser.add_argument("--evaluate-times", type=int, default=3, help="independent judgements per query (default 3)")
-    parser.add_argument("--concurrency", type=int, default=4, help="parallel judge requests (default 4)")
+    parser.add_argument("--evaluate-times", type=COUNT, default=3, help="independent judgements per query (default 3)")
+    parser.add_argument("--concurrency", type=COUNT, default=4, help="parallel judge requests (default 4)")
     parser.add_argument("--test-ids", default=None, metavar="DIR",
                         help="test-id folder ({group}.json): judge only those ids and add the strict SoPR")
     parser.add_argument("--metric", choices=["sopr", "fac"], default="sopr",

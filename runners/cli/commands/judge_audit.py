@@ -18,6 +18,7 @@ from toolbench_adapter.evaluation.judge_cards import CARDS_ENV, citation, write_
 from toolbench_adapter.evaluation.labelsets import discover_all
 from toolbench_adapter.fileio import write_text_atomic
 
+from ..ranges import COUNT, SEED
 from ._common import (
     JUDGE_FAILURES_EXIT,
     add_judge_constrain,
@@ -66,17 +67,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_judge_flags(parser, evaluator_help="evaluator folder or name (default: the project's own)",
                     prefill_help="openai judge on vLLM/SGLang: start the verdict for the model (continue_final_message)")
     add_judge_constrain(parser)
-    parser.add_argument("--evaluate-times", type=int, default=None,
+    parser.add_argument("--evaluate-times", type=COUNT, default=None,
                         help="repeats per answer (default: as many as the released labels hold)")
-    parser.add_argument("--limit", type=int, default=None, metavar="N",
+    parser.add_argument("--limit", type=COUNT, default=None, metavar="N",
                         help="audit only the first N queries of each label file")
-    parser.add_argument("--sample", type=int, default=None, metavar="N",
+    parser.add_argument("--sample", type=COUNT, default=None, metavar="N",
                         help="audit N answers drawn at random, stratified by group and released label")
-    parser.add_argument("--seed", type=int, default=0,
+    parser.add_argument("--seed", type=SEED, default=0,
                         help="seed of the --sample draw and of the bootstrap resamples (default 0)")
-    parser.add_argument("--resamples", type=int, default=RESAMPLES,
+    parser.add_argument("--resamples", type=COUNT, default=RESAMPLES,
                         help=f"bootstrap resamples for the intervals (default {RESAMPLES})")
-    parser.add_argument("--concurrency", type=int, default=4, help="parallel judge requests (default 4)")
+    parser.add_argument("--concurrency", type=COUNT, default=4, help="parallel judge requests (default 4)")
     parser.add_argument("--judge-cards", default=None, metavar="DIR",
                         help=f"where judge cards are kept (default: ${CARDS_ENV}, else results/judge_cards)")
     parser.add_argument("--out", default=None, metavar="FILE", help="also write the audit as JSON")
@@ -84,10 +85,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    for flag, value in (("--limit", args.limit), ("--evaluate-times", args.evaluate_times),
-                        ("--sample", args.sample), ("--resamples", args.resamples)):
-        if value is not None and value < 1:
-            raise InputError(f"{flag} {value} would audit nothing", field=flag, fix=f"give {flag} 1 or more")
     if args.limit is not None and args.sample is not None:
         raise InputError("--limit and --sample both choose the answers", field="--sample",
                          fix="give one: --sample N draws N answers stratified by group and label")

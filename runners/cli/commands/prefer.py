@@ -9,6 +9,7 @@ from toolbench_adapter.evaluation.evaluator import load_evaluator
 from toolbench_adapter.evaluation.preference import DEFAULT_SEED, prefer_files
 from toolbench_adapter.evaluation.run_judge import names_from_path
 
+from ..ranges import COUNT, SEED
 from ._common import (
     JUDGE_FAILURES_EXIT,
     add_judge_flags,
@@ -46,9 +47,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="output model name (default: --out-answers' parent folder)")
     add_judge_flags(parser, evaluator_help='evaluator folder (needs select_better_answer), or its name under --evaluators-dir',
                     prefill_help='openai judge on vLLM/SGLang: start status verdicts for the model')
-    parser.add_argument("--evaluate-times", type=int, default=3, help="rounds per query (default 3, as STB's SoWR)")
-    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="seed of the answer order (recorded)")
-    parser.add_argument("--concurrency", type=int, default=4, help="parallel rounds (default 4)")
+    parser.add_argument("--evaluate-times", type=COUNT, default=3, help="rounds per query (default 3, as STB's SoWR)")
+    parser.add_argument("--seed", type=SEED, default=DEFAULT_SEED, help="seed of the answer order (recorded)")
+    parser.add_argument("--concurrency", type=COUNT, default=4, help="parallel rounds (default 4)")
     parser.add_argument("--test-ids", default=None, metavar="DIR",
                         help="test-id folder ({group}.json); default: every id of either file")
     parser.set_defaults(func=run)

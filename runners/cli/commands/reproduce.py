@@ -24,6 +24,8 @@ from toolbench_adapter.evaluation.reproduce import (
 from toolbench_adapter.evaluation.results import write_score_file
 from toolbench_adapter.report.tables import build_leaderboards, to_markdown
 
+from ..ranges import COUNT
+
 HELP = f"""\
 Recompute the pass rate (SoPR) and win rate (SoWR) from released label files and print them as leaderboards:
 the six groups, the Average (mean of the six) and I1 / I2 / I3 (means of the G1 groups, the G2 groups, and
@@ -46,8 +48,7 @@ published cells reproduced exactly, W within rounding, D differ, U without label
 FILE is read as the paper prints it: Markdown (bold, italics, code, links, footnote marks such as †, *, ^a
 taken off), LaTeX tabular (\\textbf, \\underline, $\\pm$, \\multirow, \\multicolumn spans, rules) or
 CSV / TSV; every table in it is read (FILE#N picks table N), each with its metric from its own column headers,
-a section row, its caption or the heading above it (say which with --published-metric N=SoWR when none
-does). Rows are named by their leading text cells joined ("ToolLLaMA-2-7b-v2 / DFSDT / StepTool"); "/", "-",
+a section row, its caption or the text above it (none: exit 2 with the --published-metric flag to add). Rows are named by their leading text cells joined ("ToolLLaMA-2-7b-v2 / DFSDT / StepTool"); "/", "-",
 "–", "N/A" cells are "not reported"; a header that places nowhere is named in the output and its numbers
 are in M ("N in columns not placed"). Rows and models that do not pair up are printed side by side with their
 closest candidates and a ready --match line. stb =
@@ -71,7 +72,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="test-id folder ({group}.json) for the strict SoPR (default: the checkout's "
                         "solvable_queries_example/test_query_ids for the example, solvable_queries/test_query_ids "
                         "for --labels)")
-    parser.add_argument("--evaluate-times", type=int, default=None,
+    parser.add_argument("--evaluate-times", type=COUNT, default=None,
                         help="repeats to score (default: the highest repeat index in the labels + 1)")
     parser.add_argument("--published", action="append", default=[], metavar="FILE|FILE#N|stb|toolbench|all",
                         help="published tables to compare with (repeatable): a Markdown / LaTeX / CSV / TSV file "
@@ -79,7 +80,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--published-metric", action="append", default=[], metavar="[[FILE#]N=]METRIC",
                         help="metric (SoPR, SoWR, FAC; 'pass rate', 'win rate') of every table of the --published "
                         "files, or of table N (N=SoWR; FILE#N=SoWR for one file's); repeatable (default: from the "
-                        "table's headers, section rows, caption or heading; else SoPR when its cells carry ±)")
+                        "table's headers, section rows, caption or the text above it; a table none of them names is exit 2 "
+                        "with this flag ready to add)")
     parser.add_argument("--match", action="append", default=[], metavar="'PUBLISHED ROW=MODEL'",
                         help="pair a published row with a reproduced model, both compared up to case, spaces and "
                         "punctuation (default: equal names so compared, or the same name words in another order; "
@@ -154,6 +156,7 @@ def run(args: argparse.Namespace) -> int:
         print(published_text(comparisons), end="")
         if result.example:
             print(example_note(result, comparisons), end="")
+        comparisons.clear()  # one per published cell: let go before the Average checks of a large table
         averages = published.averages_text(tables, only_flagged=True)
         if averages:
             print()

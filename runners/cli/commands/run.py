@@ -16,6 +16,7 @@ from toolbench_adapter.structured.describe import policy_text, turns_text
 
 from ...config import RunConfig, load_yaml
 from ...search.methods import known_forms
+from ..ranges import setting
 from ._common import parse_options
 
 EPILOG = """\
@@ -88,11 +89,11 @@ def add_run_arguments(p, *, fanout: bool = True) -> None:
     p.add_argument("--stb-root", help="StableToolBench checkout (default: $TBA_STB_ROOT, else data/sample)")
     p.add_argument("--tool-root", help="tool environment folder for tool descriptions")
     p.add_argument("--groups", nargs="+", help="groups to run (default: all of the checkout)")
-    p.add_argument("--query-ids", nargs="+", type=int, help="only these query ids")
-    p.add_argument("--limit", type=int, help="at most N queries per group")
+    p.add_argument("--query-ids", nargs="+", type=setting("query_ids"), help="only these query ids")
+    p.add_argument("--limit", type=setting("limit"), help="at most N queries per group")
     p.add_argument("--method", help=f"{known_forms()}: any registered search method (default: CoT@1)")
-    p.add_argument("--max-step", type=int, help="depth limit (default 12, as the published numbers; upstream code now 50)")
-    p.add_argument("--max-query-count", type=int,
+    p.add_argument("--max-step", type=setting("max_step"), help="depth limit (default 12, as the published numbers; upstream code now 50)")
+    p.add_argument("--max-query-count", type=setting("max_query_count"),
                    help="model-call cap per query: DFSDT stops there, CoT's re-asks (--on-invalid reask:N) too "
                    "(default 200)")
     p.add_argument("--backend", help="openai-completions, openai-chat, hf, replay or scripted (default: hf)")
@@ -120,18 +121,18 @@ def add_run_arguments(p, *, fanout: bool = True) -> None:
     p.add_argument("--simulator", help="embedded server: schema (default: synthetic answers, not comparable with the leaderboard), "
                    "llm, mirrorapi or none")
     p.add_argument("--cache-dir", help="embedded server: response cache folder (StableToolBench layout)")
-    p.add_argument("--server-rate", type=float, help="tool calls per second across the run (default: unpaced)")
-    p.add_argument("--server-timeout", type=float, help="seconds per tool-server request (default 120)")
-    p.add_argument("--server-attempts", type=int,
+    p.add_argument("--server-rate", type=setting("server_rate"), help="tool calls per second across the run (default: unpaced)")
+    p.add_argument("--server-timeout", type=setting("server_timeout"), help="seconds per tool-server request (default 120)")
+    p.add_argument("--server-attempts", type=setting("server_attempts"),
                    help="tries per tool call for timeouts, resets, 5xx and cut bodies (default 3)")
-    p.add_argument("--stop-after-infra-failures", type=int, metavar="N",
+    p.add_argument("--stop-after-infra-failures", type=setting("stop_after_infra_failures"), metavar="N",
                    help="after N queries in a row end in infrastructure failures (a dead tool server or model "
                    "endpoint), start no more: the rest are recorded as not started and redone by a rerun "
                    "(default 10; 0: never stop)")
-    p.add_argument("--max-tokens", type=int, help="generation budget per turn (default 1024)")
-    p.add_argument("--temperature", type=float, help="sampling temperature (default 0)")
-    p.add_argument("--concurrency", type=int, help="queries in flight (default 1)")
-    p.add_argument("--seed", type=int, help="seed for call ids and fallbacks (default 42)")
+    p.add_argument("--max-tokens", type=setting("max_tokens"), help="generation budget per turn (default 1024)")
+    p.add_argument("--temperature", type=setting("temperature"), help="sampling temperature (default 0)")
+    p.add_argument("--concurrency", type=setting("concurrency"), help="queries in flight (default 1)")
+    p.add_argument("--seed", type=setting("seed"), help="seed for call ids and fallbacks (default 42)")
     p.add_argument("--shard", help="i/n: run every n-th query starting at the i-th; join with tba merge")
     # no choices: the names are the executor registry's (runners/execution/executors.py, or an entry point),
     # checked by the run with "did you mean" (exit 2)

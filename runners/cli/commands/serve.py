@@ -16,6 +16,8 @@ from toolbench_adapter.server.limits import (
     ConnectionLimits,
 )
 
+from ..ranges import COUNT, PORT, SECONDS, TEMPERATURE
+
 HELP = """\
 Serve POST /virtual (StableToolBench's request format) from a response cache in the upstream layout
 ({category}/{tool}_for_{category}/{api}.json); a cache miss goes to a simulator. Also GET /health and
@@ -33,7 +35,7 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser("serve", help="run the virtual API server (cache + simulator)", description=HELP,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1, loopback only)")
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT,
+    parser.add_argument("--port", type=PORT, default=DEFAULT_PORT,
                         help=f"port (default {DEFAULT_PORT}, as upstream); 0 picks a free port and prints the URL")
     parser.add_argument("--cache", default=None, metavar="DIR",
                         help="response cache folder (e.g. StableToolBench's tool_response_cache, or one built by "
@@ -54,11 +56,11 @@ def register(subparsers) -> None:
     parser.add_argument("--compat", choices=["stb", "strict"], default="stb",
                         help="stb: simulated answers also go into the main cache files, as upstream does (still "
                         "marked in _simulated/); strict: only into _simulated/")
-    parser.add_argument("--max-body-bytes", type=int, default=None, help="largest request body accepted (default 1 MiB)")
-    parser.add_argument("--max-connections", type=int, default=DEFAULT_MAX_CONNECTIONS, metavar="N",
+    parser.add_argument("--max-body-bytes", type=COUNT, default=None, help="largest request body accepted (default 1 MiB)")
+    parser.add_argument("--max-connections", type=COUNT, default=DEFAULT_MAX_CONNECTIONS, metavar="N",
                         help=f"open connections at most (default {DEFAULT_MAX_CONNECTIONS}, lowered to fit the "
                         "open-file limit); one more closes the one idle longest, or is answered 503 when all are busy")
-    parser.add_argument("--read-timeout", type=float, default=DEFAULT_READ_TIMEOUT_S, metavar="S",
+    parser.add_argument("--read-timeout", type=SECONDS, default=DEFAULT_READ_TIMEOUT_S, metavar="S",
                         help=f"seconds a client has to send a request's head, then its body (default "
                         f"{DEFAULT_READ_TIMEOUT_S:g}); slower connections are closed. Idle keep-alive connections "
                         f"close after {KEEP_ALIVE_S} s")
@@ -67,7 +69,7 @@ def register(subparsers) -> None:
     parser.add_argument("--llm-model", default=None, help="llm/mirrorapi: model name as the endpoint knows it")
     parser.add_argument("--llm-api-key-env", default="OPENAI_API_KEY",
                         help="llm/mirrorapi: environment variable holding the API key (default OPENAI_API_KEY)")
-    parser.add_argument("--llm-temperature", type=float, default=None,
+    parser.add_argument("--llm-temperature", type=TEMPERATURE, default=None,
                         help="llm/mirrorapi temperature (defaults: llm 0, mirrorapi 0.1 as upstream)")
     parser.add_argument("--mirror-system-prompt", default=None, metavar="FILE",
                         help="mirrorapi: file holding upstream's SFT_SYSTEM prompt (server/system_prompts.py); not "

@@ -7,6 +7,8 @@ from pathlib import Path
 
 from runners.models import BACKENDS
 
+from ..ranges import COUNT, PORT
+
 DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "smollm2.yaml"  # the offline default's
 
 DESCRIPTION = """\
@@ -35,12 +37,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--served-name", default=None,
                         help="model id clients must send (default: the model's name, e.g. SmolLM2-135M-Instruct)")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, this machine only)")
-    parser.add_argument("--port", type=int, default=8000, help="port (default: 8000; 0 picks a free one and prints it)")
+    parser.add_argument("--port", type=PORT, default=8000, help="port (default: 8000; 0 picks a free one and prints it)")
     parser.add_argument("--config", default=None, metavar="FILE",
                         help="a run config (runners/configs/*.yaml) whose max_tokens is the served model's "
                         "generation limit (default: runners/configs/smollm2.yaml for the default local model, "
                         "none otherwise)")
-    parser.add_argument("--max-body-bytes", type=int, default=8 << 20, metavar="N",
+    parser.add_argument("--max-body-bytes", type=COUNT, default=8 << 20, metavar="N",
                         help="largest request body accepted (default 8 MiB); a larger one is answered 413. A body "
                         "that is not JSON or has a field of the wrong type is answered 400 naming the field")
     parser.set_defaults(func=run)
