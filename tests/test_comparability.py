@@ -327,3 +327,18 @@ def test_runs_that_differ_in_parser_and_more_are_named_by_both(tmp_path, capsys)
     assert "the runs differ in: parser, on-invalid" in stdout
     assert stdout.splitlines()[0].split()[:3] == ["parser", "/", "on-invalid"]
     assert any(line.startswith("react-robust on-invalid=reask:2") for line in stdout.splitlines())
+
+
+def test_hits_on_answers_the_simulator_made_earlier_count_as_simulated(tmp_path):
+    """A cache the schema simulator filled in an earlier run answers a second run from "the cache": those hits
+    are simulated answers replayed, so the second run is never comparable on tool responses."""
+    cache = tmp_path / "cache"
+    sample_run(tmp_path, name="first", cache_dir=str(cache))
+    run_dir = sample_run(tmp_path, name="second", cache_dir=str(cache))
+    facts = json.loads((run_dir / "manifest.json").read_text())["setup_facts"]["tool_responses"]
+    assert facts["misses"] == 0 and facts["hits"] == facts["simulated_hits"] == facts["requests"] > 0
+    evaluate_run(run_dir, Judge("gpt-4o-mini"), evaluate_times=1, cache_path=None, progress=False)
+    md_line = boards_of(run_dir)["md"].splitlines()[2]
+    replayed = facts["simulated_hits"]
+    assert (f"tool responses: synthetic schema simulator (0 of {replayed} tool responses from the cache; {replayed} "
+            "more replayed the simulator's earlier answers)") in md_line

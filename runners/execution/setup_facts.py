@@ -13,7 +13,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from toolbench_adapter.errors import InputError
-from toolbench_adapter.evaluation.comparability import classify_queries, merge_queries
+from toolbench_adapter.evaluation.comparability import RESPONSE_COUNTS, classify_queries, merge_queries
 from toolbench_adapter.queries import resolve_root
 from toolbench_adapter.structured.describe import policy_of
 
@@ -21,7 +21,7 @@ from ..config import select_queries
 
 FIELD = "setup_facts"
 PROBE_TIMEOUT_S = 2.0
-COUNTS = ("requests", "hits", "misses")
+COUNTS = RESPONSE_COUNTS
 
 
 def _server_get(url: str, path: str) -> dict | None:

@@ -96,7 +96,7 @@ def merge_setups(setups: list) -> dict | None:
     merged["tool_documents"] = {**docs[0], "found": all(d.get("found") for d in docs)}
     responses = [s.get("tool_responses") or {} for s in setups]
     counts = {key: None if any(not isinstance(r.get(key), int) for r in responses) else sum(r[key] for r in responses)
-              for key in ("requests", "hits", "misses")}
+              for key in RESPONSE_COUNTS}
     merged["tool_responses"] = {**responses[0], **counts}
     return merged
 
@@ -135,14 +135,18 @@ def _tool_docs_reason(facts: dict | None) -> str | None:
 
 
 def hit_share(facts: dict | None) -> str:
-    """``97 of 100 tool responses from the cache`` or ``cache hits not reported``."""
+    """``97 of 100 tool responses from the cache`` (``; 3 more replayed the simulator's earlier answers``: hits on
+    entries this project's server simulated, which are simulated answers too) or ``cache hits not reported``."""
     facts = facts or {}
-    requests, hits = facts.get("requests"), facts.get("hits")
+    requests, hits, replayed = facts.get("requests"), facts.get("hits"), facts.get("simulated_hits")
     if not isinstance(requests, int) or not isinstance(hits, int):
         return "cache hits not reported"
     if not requests:
         return "no tool call reached the server"
-    return f"{hits} of {requests} tool responses from the cache"
+    if not isinstance(replayed, int) or not replayed:
+        return f"{hits} of {requests} tool responses from the cache"
+    return (f"{hits - replayed} of {requests} tool responses from the cache; {replayed} more replayed the "
+            "simulator's earlier answers")
 
 
 def _responses_reason(facts: dict | None) -> str | None:
@@ -150,8 +154,8 @@ def _responses_reason(facts: dict | None) -> str | None:
         return "tool responses: not recorded"
     simulator, misses = facts.get("simulator"), facts.get("misses")
     share = hit_share(facts)
-    if misses == 0 and facts.get("requests"):
-        return None  # every response came from the cache: nothing simulated
+    if misses == 0 and not facts.get("simulated_hits") and facts.get("requests"):
+        return None  # every response came from the cache, none of it simulated here
     if simulator is None:
         return f"tool responses: what answered cache misses is unknown (server {facts.get('server')}; {share})"
     if simulator not in JUDGE_BY_SIMULATOR:
@@ -216,6 +220,9 @@ def run_line(manifest: dict | None, judge: dict | None) -> str:
     return line_of((manifest or {}).get(SETUP_FIELD), judge)
 
 
+# the tool server's counts a run records (setup_facts.py): simulated_hits are hits on answers the server's own
+# simulator made (its _simulated mirror), so they count with the simulator, not with the cache
+RESPONSE_COUNTS = ("requests", "hits", "simulated_hits", "misses")
 SETUP_FIELD = "setup_facts"  # the manifest's key (runners/execution/setup_facts.py writes it)
 NOT_RECORDED = line(False, ["setup not recorded (score or label files, not an evaluation of a tba run)"])
 

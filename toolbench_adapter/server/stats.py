@@ -64,4 +64,7 @@ class ServerStats:
         }
         hits = sum(counts.get(s, 0) for s in HIT_SOURCES)
         misses = sum(v for k, v in counts.items() if k.startswith("simulator:"))
-        return {"requests": sum(counts.values()), "hits": hits, "misses": misses, "by_source": by_source}
+        # a hit on an answer this server's simulator made earlier is a simulated answer replayed, not upstream's
+        # cache (comparability.py counts it with the simulator)
+        return {"requests": sum(counts.values()), "hits": hits, "simulated_hits": counts.get("cache_simulated", 0),
+                "misses": misses, "by_source": by_source}
