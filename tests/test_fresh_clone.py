@@ -178,6 +178,11 @@ def check_bench_parsers_adversarial(clone, env, standin):
     assert "react-robust" in out
 
 
+def check_bench_published(clone, env, standin):
+    out = ok(make(clone, env, "bench-published", "BENCH_ARGS=--rows 300 --megabytes 0.2 --timeout 120"))
+    assert re.search(r"\d+ s", out) and "MiB" in out, out[-2000:]
+
+
 def check_eval(clone, env, standin, scripted_eval):
     out = ok(scripted_eval)
     assert re.search(r"\| eval-scripted-CoT1[^|]*\| 100\.0", out), out[-2000:]
@@ -331,6 +336,7 @@ CASES = {
     "compare-parsers-live": check_compare_parsers_live, "serve": check_serve, "bench-runner": check_bench_runner,
     "bench-http": check_bench_http, "bench-server": check_bench_server, "profile-server": check_profile_server, "profile-runner": check_profile_runner, "bench-fanout": check_bench_fanout, "model": check_model,
     "bench-hf": check_bench_hf, "bench-report": check_bench_report, "data": check_data, "doctor": check_doctor,
+    "bench-published": check_bench_published,
     "clean": check_clean,
 }
 

@@ -44,7 +44,6 @@ def merge_runs(sources: list[str | Path], out: str | Path, *, allow_partial: boo
     another command writes, is refused (exit 2) naming that command. A folder given twice, two folders of one
     shard, or a set with a shard missing is refused (exit 2) unless ``allow_partial`` (then the result and the
     manifest say which shards are missing)."""
-    _check_distinct(sources)
     command = "tba merge " + " ".join(map(str, sources)) + f" --out {out}"
     shard_fix = "wait for the run writing this shard to end (or stop it and rerun it to its end), then merge"
     folders = {lock_path(s): (s, shard_fix) for s in map(Path, sources) if s.is_dir()}  # a missing one: refused below
@@ -59,7 +58,8 @@ def _merge_runs(sources: list[str | Path], out: str | Path, allow_partial: bool 
     sources = [Path(s) for s in sources]
     out = Path(out)
     _check_out(out)
-    manifests = [_read_manifest(source) for source in sources]
+    manifests = [_read_manifest(source) for source in sources]  # each a run folder, before any other check
+    _check_distinct(sources)
     defining = [_defining(m) for m in manifests]
     for source, d in zip(sources[1:], defining[1:], strict=True):
         if d != defining[0]:
