@@ -86,3 +86,19 @@ def test_eval_runs_evaluates_and_prints_the_tables(tmp_path, capsys):
     assert "**SoPR (upstream)" in out and "| r (CoT@1) | 100.0" in out  # the evaluation's leaderboard
     assert "labels: 6 labels: 0 by rule (no Finish or no final answer), 6 by the judge, all gave a verdict" in out
     assert (tmp_path / "r" / "evaluations.json").exists()
+    assert "next: tba evaluate" not in out  # tba eval evaluates now: no command to type next
+
+
+def test_a_dead_judge_or_one_serving_another_model_is_said_before_the_run(tmp_path, capsys):
+    """An openai judge that cannot be reached, or that serves another model, is found by one GET /models before
+    the run (not after hours of it): exit 2, no run folder, no model call."""
+    with OpenAIStandin(models=("judge-a",), respond=solved) as judge:
+        url = judge.url
+        code = main(["eval", "--name", "r", "--out-root", str(tmp_path / "runs"), "--backend", "scripted",
+                     "--judge-url", url, "--judge-model", "judge-b", *FAST_RETRIES])
+        assert code == 2 and judge.count() == 0
+    assert "judge model 'judge-b' is not served" in capsys.readouterr().err
+    code = main(["eval", "--name", "r", "--out-root", str(tmp_path / "runs"), "--backend", "scripted",
+                 "--judge-url", url, "--judge-model", "judge-a", *FAST_RETRIES])  # the standin has stopped
+    assert code == 2 and "cannot be reached" in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists()

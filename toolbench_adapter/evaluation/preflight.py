@@ -42,7 +42,7 @@ URL_FIX = "start the judge server, or pass --judge-url with the OpenAI API root 
 def preflight_judge(client: Any, probe: Callable[[], Any], *, warn: Callable[[str], None] | None = None) -> None:
     """Raise InputError unless the judge ``client`` is usable; ``probe()`` sends the one test request."""
     warn = warn or (lambda text: print(text, file=sys.stderr))
-    _check_served(client, warn)
+    check_served(client, warn)
     _ask(client, probe, warn)
 
 
@@ -51,7 +51,7 @@ def prepare_judge(client: Any, spec: Any, mode: str = "auto", *, warn: Callable[
     """The judge (judge.py's FunctionJudge) for ``client``, checked as ``preflight_judge`` does, its mode settled
     by asking when ``auto``; ``judge.mode_choice`` says how. InputError (exit 2) with the fix otherwise."""
     warn = warn or (lambda text: print(text, file=sys.stderr))
-    _check_served(client, warn)
+    check_served(client, warn)
     if mode != "auto" or options.get("constrain"):
         judge = make_judge(client, spec, mode, **options)
         judge.mode_choice = f"--judge-mode {mode}" if mode != "auto" else "--judge-constrain: json"
@@ -120,7 +120,8 @@ def _ask(client: Any, send: Callable[[], Any], warn: Callable[[str], None] | Non
     raise AssertionError("unreachable")
 
 
-def _check_served(client: Any, warn: Callable[[str], None]) -> None:
+def check_served(client: Any, warn: Callable[[str], None]) -> None:
+    """Each judge URL answers GET /models and serves the model (tba eval asks this before its run, too)."""
     urls = list(getattr(client, "base_urls", None) or [])
     if not urls or not hasattr(client, "served_models"):
         return  # e.g. a local model: loading it was its check

@@ -10,8 +10,8 @@ Every setting is checked before any model is loaded or any call is made, cheapes
 nothing: the run's settings, the backend's name (an unknown one names the closest), the dialect, parser,
 method and executor, the query data (--stb-root / --tool-root: the queries are read now), the judge (a judge
 backend that exists; an openai judge needs --judge-url; a judge that is the run's own model is refused
-unless --judge-self: the rule tba evaluate applies, evaluations.same_model), the run folder and the judge
-cache being writable. --check-only stops there (exit 0: every check passed): make's compare-parsers-live and
+unless --judge-self: the rule tba evaluate applies, evaluations.same_model; an openai judge reachable and
+serving the model: one GET /models per URL), the run folder and the judge cache being writable. --check-only stops there (exit 0: every check passed): make's compare-parsers-live and
 compare-structured run it before their own runs.
 
 The judge's --concurrency and --cache are --judge-concurrency and --judge-cache here (--concurrency is the
@@ -47,6 +47,7 @@ def run(args) -> int:
     if args.check_only:
         print(f"tba eval: every check passed ({summary}); nothing loaded, nothing run")
         return 0
+    args.evaluates_next = True  # the run's summary leaves out its "next: tba evaluate" line: that comes now
     code = run_command.run(args)
     if code:  # infrastructure failures: judging now would score a run with holes (tba evaluate refuses it)
         print(f"tba eval: not evaluated: the run holds infrastructure failures; rerun the same command to redo them "
@@ -101,12 +102,22 @@ def check(args):
     evaluate_args.executor, evaluate_args.ray_address = "threads", None
     # the run as its manifest will read: the judge is checked against it now, with tba evaluate's own rule
     planned = {"config": cfg.as_dict(), "backend": cfg.backend, "model": cfg.model}
-    judge_model, _urls = judge_target(evaluate_args, planned)
+    judge_model, urls = judge_target(evaluate_args, planned)
     check_self_judging(planned, judge_model, judge_self=args.judge_self,
                        pipeline_check=args.judge_backend == "hf" and not judge_model)  # the local 135M judge
     judge_client_options(evaluate_args)
     check_writable(cfg.run_dir)
     check_cache_path(args.judge_cache)
+    if args.judge_backend == "openai":  # a dead judge found now, not after the run: one GET /models per URL
+        import sys
+
+        from toolbench_adapter.evaluation.preflight import check_served
+
+        from ...judging.judge_ray import ChatRecipe
+
+        options = {"timeout": args.judge_timeout} if args.judge_timeout else {}
+        client = ChatRecipe("openai", judge_model, urls, args.judge_api_key, options).build()
+        check_served(client, warn=lambda line: print(line, file=sys.stderr))
     summary = (f"backend {cfg.backend}, {len(queries)} queries, judge {args.judge_backend}"
                f"{' ' + judge_model if judge_model else ''}{' (self)' if args.judge_self else ''}")
     return cfg, evaluate_args, summary

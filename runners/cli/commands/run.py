@@ -234,7 +234,10 @@ def run(args) -> int:
         print(json.dumps({"run": str(cfg.run_dir), **totals, "redo": redo if totals["infra_failures"] else None},
                          indent=2))
     else:
-        print("\n".join(summary_lines(manifest, str(cfg.run_dir), redo)))
+        lines = summary_lines(manifest, str(cfg.run_dir), redo)
+        # tba eval evaluates next by itself: its "next" is the evaluation that follows, not a command to type
+        print("\n".join(lines[:-1] if getattr(args, "evaluates_next", False) and not totals["infra_failures"]
+                        else lines))
     return EXIT_INFRA_FAILURES if totals["infra_failures"] else 0
 
 
