@@ -10,12 +10,12 @@ bounded time whatever answers or hangs.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from .datafetch import sha256_of
 from .errors import InputError
 from .evaluation.chat import ChatError, OpenAIChatClient
 from .evaluation.preflight import PREFLIGHT_PROMPT, preflight_judge
@@ -96,7 +96,7 @@ def check_queries(root: Path) -> tuple[QuerySet | None, Check]:
     same = 0
     for rel, digest in QUERY_FILE_SHA256.items():
         path = folder / rel.removeprefix("solvable_queries/")
-        same += path.is_file() and _sha256(path) == digest
+        same += path.is_file() and sha256_of(path.read_bytes()) == digest
     where = f"{shown(root)}: {count} queries"
     if same == len(QUERY_FILE_SHA256) and count == SOLVABLE_QUERY_COUNT:
         return queries, Check("query files", True, f"{where}, StableToolBench's {SOLVABLE_QUERY_COUNT} solvable "
@@ -112,10 +112,6 @@ def shown(path: Path) -> str:
         return str(path.resolve().relative_to(Path.cwd().resolve()))
     except ValueError:
         return str(path)
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 # ---- tool documents ------------------------------------------------------------------------------------------

@@ -16,19 +16,21 @@ from .toolset import function_list
 DIGEST_OF = "sha256 of the canonical JSON (sorted keys, no spaces, UTF-8) of {query, functions}"
 
 
-def _sha256(data: object) -> str:
+def canonical_sha256(data: object) -> str:
+    """sha256 of ``data`` as canonical JSON (keys sorted, no spaces, UTF-8): run identity and comparability's
+    recognition of StableToolBench's queries both digest this way."""
     text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def query_digest(query: Query, flavour: str = "legacy", compat: Compat = STB) -> str:
     """The digest of what the model is given for ``query``: its text and its function list as sent."""
-    return _sha256({"query": query.query, "functions": function_list(query, flavour, compat)})
+    return canonical_sha256({"query": query.query, "functions": function_list(query, flavour, compat)})
 
 
 def set_digest(digests: dict[str, str]) -> str:
     """A group's digest from its queries' (id -> digest): the same queries give the same digest in any order."""
-    return _sha256(sorted(digests.items()))
+    return canonical_sha256(sorted(digests.items()))
 
 
 def group_identity(queries: Iterable[Query], flavour: str, compat: Compat) -> dict[str, str]:

@@ -14,10 +14,11 @@ assumed), and the methods CoT@1 / DFS_woFilter_w2 without structured options (no
 
 from __future__ import annotations
 
-import hashlib
 import json
 from functools import lru_cache
 from pathlib import Path
+
+from ..query_identity import canonical_sha256
 
 LEADERBOARD = "the StableToolBench leaderboard"
 COMPARABLE = f"comparable with {LEADERBOARD}: yes"
@@ -36,8 +37,7 @@ SIMULATOR_WORDS = {"schema": "synthetic schema simulator",
 def query_digest(record: dict) -> str:
     """sha256 of a query record as canonical JSON (keys sorted, no spaces, UTF-8): the query, its id, its API list
     and every other field, so a changed query under a known id is another query."""
-    text = json.dumps(record, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return canonical_sha256(record)
 
 
 def digest_table(query_dir: str | Path) -> dict[str, dict[str, str]]:
