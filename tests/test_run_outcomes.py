@@ -153,15 +153,27 @@ def test_a_python_exception_is_a_harness_error_with_a_traceback(tmp_path):
 
 
 @pytest.mark.parametrize("extra,needle", [
-    (["--dialect", "toolllama"], "--dialect openai-tools"),
     (["--dialect", "json-object"], "--dialect openai-tools"),
-    (["--parser", "react-find"], "--parser openai-tools"),
+    (["--dialect", "openai-tools", "--parser", "react-find"], "--parser openai-tools"),
 ])
 def test_a_backend_and_parser_that_do_not_fit_are_refused(tmp_path, capsys, extra, needle):
     assert main(run_args(tmp_path, "misfit", *extra)) == 2
     err = capsys.readouterr().err
     assert "scripted backend answers with native tool calls" in err and needle in err
     assert not (tmp_path / "misfit").exists()  # refused before anything was written
+
+
+@pytest.mark.parametrize("extra", [["--parser", "react-find"], ["--dialect", "toolllama"],
+                                   ["--parser", "react-robust", "--method", "DFS_woFilter_w2"]])
+def test_the_scripted_agent_answers_a_text_prompt_in_toolllama_text(tmp_path, extra):
+    """The scripted agent speaks ToolLLaMA text too: a text parser with no dialect gets toolllama (the sweep spec
+    of issue 34 names react-find on the scripted backend), and its calls are read."""
+    assert main(run_args(tmp_path, "text", "--limit", "1", "--groups", "G1_tool", *extra)) == 0
+    manifest = json.loads((tmp_path / "text" / "manifest.json").read_text())
+    assert manifest["config"]["dialect"] == "toolllama"
+    assert manifest["totals"]["valid"] == 1 and manifest["totals"]["answered"] == 1
+    steps = [json.loads(line) for line in (tmp_path / "text" / "steps.jsonl").read_text().splitlines()]
+    assert steps[0]["error"] == "none" and steps[0]["call"] != "Finish"  # the first function, read from the text
 
 
 def test_the_backend_brings_its_natural_dialect(tmp_path, capsys):

@@ -21,10 +21,14 @@ DEFAULT_DIALECT = "toolllama"
 
 
 def fit_dialect(cfg: RunConfig, backend: Any) -> RunConfig:
-    """The config with its dialect settled: the one given, else the backend's natural one, else toolllama.
+    """The config with its dialect settled: the one given, else the backend's natural one (its text dialect when
+    it has one and the parser reads text), else toolllama.
     A parser that cannot read what the backend answers (native tool calls vs text) is refused here, before
     the run spends anything: every step would otherwise end as empty_output."""
     natural = natural_dialect(backend)
+    text_dialect = getattr(backend, "text_dialect", None)  # a backend that answers a text prompt in this one too
+    if natural and text_dialect and not cfg.dialect and cfg.parser and not reads_native_calls(cfg.parser):
+        natural = text_dialect  # scripted with a text parser: its text dialect, not its native calls
     cfg = replace(cfg, dialect=cfg.dialect or natural or DEFAULT_DIALECT)
     try:
         dialect = make_dialect(cfg.dialect, **cfg.dialect_options)
@@ -35,7 +39,7 @@ def fit_dialect(cfg: RunConfig, backend: Any) -> RunConfig:
         return cfg
     parser = cfg.parser or dialect.default_parser
     fitting = make_dialect(natural).default_parser
-    if reads_native_calls(parser) == reads_native_calls(fitting):
+    if reads_native_calls(parser) == reads_native_calls(fitting) or cfg.dialect == text_dialect:
         return cfg
     says = "native tool calls" if reads_native_calls(fitting) else "text"
     reads = "native tool calls" if reads_native_calls(parser) else "text"

@@ -1,9 +1,11 @@
 """A scripted model: answers from a Python function (tests, benchmarks, dry runs of a set-up).
 
 ``ScriptedBackend(script)`` calls ``script(request) -> Completion | str`` for every request, after an
-optional fixed delay (harness-overhead benchmarks). Without a script it plays a minimal agent with native
-tool calls: call the first function with its example values, then Finish with an answer; its natural
-dialect is then openai-tools. A script brings its own (``natural_dialect=...``, default: none declared).
+optional fixed delay (harness-overhead benchmarks). Without a script it plays a minimal agent: call the first
+function with its example values, then Finish with an answer, as native tool calls when the request carries
+native tools (its natural dialect, openai-tools) and as ToolLLaMA text (Thought / Action / Action Input) when it
+carries a text prompt: its ``text_dialect`` is toolllama, so a run that names a text parser (react-find, ...) and
+no dialect gets toolllama (preflight.fit_dialect). A script brings its own (``natural_dialect=...``, default: none declared).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import time
 from collections.abc import Callable
 
 from toolbench_adapter.errors import OptionError
+from toolbench_adapter.protocol.prompts import PROCESS_SYSTEM_APIS_PREFIX
 
 from .base import Completion, ModelRequest, backend_option, reject_unknown_options
 
@@ -34,12 +37,44 @@ def scripted_call(tools: list[dict] | None, turn: int, final_answer: str = "scri
 
 
 def default_script(request: ModelRequest) -> Completion:
-    return Completion(text=None, tool_calls=[scripted_call(request.tools, len(request.key.get("path", [])))])
+    turn = len(request.key.get("path", []))
+    if request.tools is None:  # a text dialect: the same agent written as ToolLLaMA text
+        return Completion(text=react_text(scripted_call(functions_in_prompt(request), turn)))
+    return Completion(text=None, tool_calls=[scripted_call(request.tools, turn)])
+
+
+
+
+def functions_in_prompt(request: ModelRequest) -> list[dict]:
+    """The functions a text prompt lists (toolllama: a Python literal after upstream's marker), as native tools;
+    [] when none can be read (the agent then calls Finish at once)."""
+    import ast
+
+    text = request.prompt if request.prompt is not None else "\n".join(
+        str(m.get("content") or "") for m in request.messages or [])
+    marker = PROCESS_SYSTEM_APIS_PREFIX.strip("\n")  # where the toolllama system message lists them
+    start = text.find(marker)
+    if start < 0:
+        return []
+    listing = text[start + len(marker):]
+    end = listing.find("]\n")
+    try:
+        functions = ast.literal_eval(listing[: end + 1] if end >= 0 else listing.strip())
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return []
+    return [{"type": "function", "function": f} for f in functions if isinstance(f, dict) and "parameters" in f]
+
+
+def react_text(call: dict) -> str:
+    function = call["function"]
+    return (f"Thought: I will call {function['name']}.\nAction: {function['name']}\n"
+            f"Action Input: {function['arguments']}")
 
 
 class ScriptedBackend:
     name = "scripted"
     natural_dialect: str | None = "openai-tools"  # the default script answers with native tool calls
+    text_dialect: str | None = "toolllama"  # ... and with ToolLLaMA text to a text prompt (a script: none)
 
     def __init__(self, script: Callable[[ModelRequest], Completion | str] | None = None, *, delay_s: float = 0.0,
                  model: str = "scripted", natural_dialect: str | None = None,
@@ -50,6 +85,7 @@ class ScriptedBackend:
         self.script = script or default_script
         if script is not None:
             self.natural_dialect = natural_dialect
+            self.text_dialect = None
         self.delay_s = backend_option("delay_s", delay_s)
         if self.delay_s < 0:
             raise OptionError(f"delay_s={self.delay_s} is negative", setting="backend_options", key="delay_s",
