@@ -177,44 +177,39 @@ PARSER_OUT    ?= results/parser_comparison
 compare-parsers: install  ## every parser variant on the same outputs ($(PARSER_INPUT)) -> report in $(PARSER_OUT)
 	$(TBA) compare-parsers --input $(PARSER_INPUT) --out $(PARSER_OUT)
 
-# parser variants on the pass rate: the eval's model (offline default: SmolLM2) once per parser (one fan-out:
-# model calls shared until the trajectories diverge), each variant judged (one judge cache), then compared
+# parser variants on the pass rate: the eval's model (offline default: SmolLM2) once per parser, a sweep
+# (runners/sweeps/compare-parsers-live.yaml: the cells share the model's calls until the trajectories diverge),
+# each cell judged, then compared on the pass rate. Its folder: results/sweeps/$(LIVE_RUN)
 LIVE_PARSERS ?= react-find,react-robust
 LIVE_RUN     ?= parsers-live
 LIVE_OUT     ?= results/parser_comparison_live
-# each evaluation's tables go to results/runs/$(LIVE_RUN)/evaluate-PARSER.log (shown when it fails): the target
-# prints the comparison
 .PHONY: compare-parsers-live
-compare-parsers-live: install  ## the eval's model with LIVE_PARSERS in one fan-out, judged, compared on the pass rate -> $(LIVE_OUT)
-	$(TBA) eval --check-only --name $(LIVE_RUN) $(RUN_FLAGS) $(JUDGE_FLAGS)
-	$(TBA) run --name $(LIVE_RUN) $(RUN_FLAGS) --parsers $(LIVE_PARSERS) --quiet
-	for parser in $$(echo '$(LIVE_PARSERS)' | tr , ' '); do log=results/runs/$(LIVE_RUN)/evaluate-$$parser.log; \
-	  $(TBA) evaluate results/runs/$(LIVE_RUN)/$$parser $(JUDGE_FLAGS) --quiet > $$log \
-	    || { status=$$?; cat $$log; exit $$status; }; done
-	$(TBA) compare-parsers --runs results/runs/$(LIVE_RUN) --out $(LIVE_OUT)
+compare-parsers-live: install  ## the eval's model with LIVE_PARSERS (one sweep, model calls shared), judged, compared on the pass rate -> $(LIVE_OUT)
+	$(TBA) sweep runners/sweeps/compare-parsers-live.yaml --name $(LIVE_RUN) --axis parser=$(LIVE_PARSERS) --quiet \
+	  $(RUN_FLAGS) $(JUDGE_FLAGS)
+	$(TBA) compare-parsers --runs results/sweeps/$(LIVE_RUN) --out $(LIVE_OUT)
 
-# structured output (none of it upstream): the eval's model (offline default: SmolLM2) in each variant of
-# dialect x --constrain x --on-invalid, each judged, then one table against the upstream setting (the first);
-# each variant is its own run folder under results/runs/$(STRUCT_RUN)/ (a rerun skips what finished);
-# json-object runs with STRUCT_JSON_CONFIG in place of CONFIG. All eight take ~2.5 h on 2 CPU cores (README); a
-# subset: STRUCT_VARIANTS='toolllama:off:observe toolllama:schema:observe' (DIALECT:CONSTRAIN:POLICY, each a run)
+# structured output (none of it upstream): the eval's model (offline default: SmolLM2) in each cell of
+# dialect x --constrain x --on-invalid (runners/sweeps/compare-structured.yaml), run together, each judged, then one
+# table against the upstream setting (toolllama__off__observe). Its folder: results/sweeps/$(STRUCT_RUN) (a rerun
+# skips the cells done). All eight take ~2.5 h on 2 CPU cores (README); a subset: STRUCT_CELLS='toolllama__off__observe
+# toolllama__schema__observe' (tba sweep runners/sweeps/compare-structured.yaml --dry-run lists the cells)
 STRUCT_RUN         ?= structured
 STRUCT_OUT         ?= results/structured_comparison
-STRUCT_VARIANTS    ?= toolllama:off:observe toolllama:off:reask:2 toolllama:schema:observe toolllama:schema:reask:2 \
-                      json-object:off:observe json-object:off:reask:2 json-object:schema:observe json-object:schema:reask:2
-STRUCT_JSON_CONFIG ?= $(if $(filter hf,$(BACKEND)),runners/configs/smollm2-json.yaml)
-STRUCT_JSON_FLAGS   = $(if $(CONFIG),$(subst --config $(CONFIG),$(if $(STRUCT_JSON_CONFIG),--config $(STRUCT_JSON_CONFIG)),$(RUN_FLAGS)),$(RUN_FLAGS)) --dialect json-object
+STRUCT_CELLS       ?=
 .PHONY: compare-structured
-compare-structured: install  ## {toolllama, json-object} x {--constrain off, schema} x {--on-invalid observe, reask:2} on the eval's model, judged, one table -> $(STRUCT_OUT)
-	$(TBA) eval --check-only --name $(STRUCT_RUN) $(RUN_FLAGS) $(JUDGE_FLAGS)
-	set -e; runs=; for variant in $(STRUCT_VARIANTS); do \
-	  dialect=$${variant%%:*}; rest=$${variant#*:}; constrain=$${rest%%:*}; policy=$${rest#*:}; \
-	  name=$(STRUCT_RUN)/$$dialect-$$constrain-$$(echo $$policy | tr : -); runs="$$runs results/runs/$$name"; \
-	  if [ $$dialect = json-object ]; then flags='$(STRUCT_JSON_FLAGS)'; else flags='$(RUN_FLAGS)'; fi; \
-	  echo "== $$name"; $(TBA) run --name $$name $$flags --constrain $$constrain --on-invalid $$policy --quiet; \
-	  log=results/runs/$$name/evaluate.log; $(TBA) evaluate results/runs/$$name $(JUDGE_FLAGS) --quiet > $$log \
-	    || { status=$$?; cat $$log; exit $$status; }; done; \
-	$(TBA) compare-runs --runs $$runs --out $(STRUCT_OUT)
+compare-structured: install  ## {toolllama, json-object} x {--constrain off, schema} x {--on-invalid observe, reask:2} on the eval's model, one sweep, judged, one table -> $(STRUCT_OUT)
+	$(TBA) sweep runners/sweeps/compare-structured.yaml --name $(STRUCT_RUN) $(if $(STRUCT_CELLS),--cells $(STRUCT_CELLS)) \
+	  --quiet $(RUN_FLAGS) $(JUDGE_FLAGS)
+	$(TBA) compare-runs --runs results/sweeps/$(STRUCT_RUN) --out $(STRUCT_OUT)
+
+# tba sweep: many runs from one spec (README: Sweeps); the default runs the scripted agent x 2 methods x 2 parsers,
+# judged by the local 135M judge. SWEEP_ARGS passes more flags (tba sweep --help), e.g. --dry-run
+SPEC        ?= runners/sweeps/demo.yaml
+SWEEP_ARGS  ?=
+.PHONY: sweep
+sweep: install  ## run the sweep $(SPEC): every cell run together, judged, one matrix -> results/sweeps/NAME/matrix.md
+	$(TBA) sweep $(SPEC) $(SWEEP_ARGS)
 
 .PHONY: bench-fanout
 bench-fanout: install  ## parser fan-out vs N separate runs (N = 2, 3, 4): model calls and wall time

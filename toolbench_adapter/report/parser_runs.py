@@ -115,11 +115,14 @@ class RunComparison:
 # ---------------------------------------------------------------- reading
 
 def expand_run_paths(paths: list[str | Path]) -> list[Path]:
-    """Run folders; a fan-out set folder (fanout.json) stands for its variant folders."""
+    """Run folders; a fan-out set folder (fanout.json) stands for its variant folders, a sweep's folder
+    (sweep.json) for its cells that are done, the baseline first."""
     runs: list[Path] = []
     for raw in paths:
         path = Path(raw)
-        if (path / FANOUT).is_file():
+        if (path / SWEEP_FILE).is_file():
+            runs.extend(sweep_cells(path))
+        elif (path / FANOUT).is_file():
             record = read_json(path / FANOUT)
             runs.extend(path / parser for parser in record.get("parsers", []))
         elif (path / MANIFEST).is_file():
@@ -128,6 +131,24 @@ def expand_run_paths(paths: list[str | Path]) -> list[Path]:
             raise InputError("not a run folder (no manifest.json) nor a fan-out set (no fanout.json)", path=path,
                              fix=f"{RUN_FOLDER_FIX} (with --parsers: the NAME folder)")
     return runs
+
+
+SWEEP_FILE = "sweep.json"  # runners/sweep/state.py writes it
+
+
+def sweep_cells(sweep_dir: Path) -> list[Path]:
+    """A sweep's done cells in its spec's order, the baseline first; none done is exit 2 naming the sweep."""
+    record = read_json(sweep_dir / SWEEP_FILE)
+    cells = record.get("cells") if isinstance(record, dict) else None
+    if not isinstance(cells, list):
+        raise InputError("not a sweep's state file (no cells list)", path=sweep_dir / SWEEP_FILE, field="cells",
+                         fix="pass the folder tba sweep wrote (OUT/NAME)")
+    done = [c for c in cells if isinstance(c, dict) and c.get("state") == "done"]
+    if not done:
+        raise InputError("the sweep has no cell done yet", path=sweep_dir, field="cells",
+                         fix="run the sweep first: tba sweep SPEC (its failed cells are named with their redo)")
+    done.sort(key=lambda c: c.get("name") != record.get("baseline"))
+    return [sweep_dir / Path(str(c.get("run_dir") or c.get("name"))).name for c in done]  # never outside it
 
 
 def load_variants(paths: list[Path], judge_id: str | None = None) -> list[RunVariant]:

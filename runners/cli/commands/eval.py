@@ -56,28 +56,20 @@ def run(args) -> int:
     return evaluate.run(evaluate_args)
 
 
-def check(args):
-    """(the run's config, tba evaluate's arguments, a one-line summary) once every check passed; InputError or
-    UnknownNameError (exit 2) at the first that fails. The order is the cost of finding out: flags, names, files."""
-    import argparse
+def check_run_settings(cfg) -> list:
+    """The run's names (backend, dialect, parser, method, executor; an unknown one names the closest) and its data
+    (the queries read now, not after the model has loaded; --tool-root a folder): its queries, or InputError or
+    UnknownNameError (exit 2). tba eval and tba sweep (each cell) check a run with it."""
+    from pathlib import Path
 
     from toolbench_adapter.dialects import DIALECTS
     from toolbench_adapter.errors import InputError
-    from toolbench_adapter.evaluation.cache import check_cache_path
-    from toolbench_adapter.evaluation.chat import CHAT_CLIENTS
-    from toolbench_adapter.fileio import check_writable
     from toolbench_adapter.parsers import PARSERS
 
     from ...config import select_queries
     from ...execution.executors import executor_class
-    from ...judging.evaluate import check_self_judging
     from ...models import BACKENDS
-    from ._common import judge_client_options
-    from .evaluate import judge_target
-    from .run import config_from_args
 
-    args.judge_self = args.judge_self or args.judge == "self"
-    cfg = config_from_args(args)  # every setting's type and range
     for registry, name in ((BACKENDS, cfg.backend), (DIALECTS, cfg.dialect), (PARSERS, cfg.parser)):
         if name and name not in registry:
             registry.get(name)  # raises: unknown NAME, did you mean ...
@@ -87,12 +79,29 @@ def check(args):
     if not queries:
         raise InputError("the selection holds no query", field="--groups / --query-ids / --limit",
                          fix="widen the selection (tba queries lists what the data holds)")
-    if cfg.tool_root:
-        from pathlib import Path
+    if cfg.tool_root and not Path(cfg.tool_root).is_dir():
+        raise InputError("no such folder", path=cfg.tool_root, field="--tool-root",
+                         fix="pass the tool environment folder (toolenv/tools), or leave --tool-root out")
+    return queries
 
-        if not Path(cfg.tool_root).is_dir():
-            raise InputError("no such folder", path=cfg.tool_root, field="--tool-root",
-                             fix="pass the tool environment folder (toolenv/tools), or leave --tool-root out")
+
+def check(args):
+    """(the run's config, tba evaluate's arguments, a one-line summary) once every check passed; InputError or
+    UnknownNameError (exit 2) at the first that fails. The order is the cost of finding out: flags, names, files."""
+    import argparse
+
+    from toolbench_adapter.evaluation.cache import check_cache_path
+    from toolbench_adapter.evaluation.chat import CHAT_CLIENTS
+    from toolbench_adapter.fileio import check_writable
+
+    from ...judging.evaluate import check_self_judging
+    from ._common import judge_client_options
+    from .evaluate import judge_target
+    from .run import config_from_args
+
+    args.judge_self = args.judge_self or args.judge == "self"
+    cfg = config_from_args(args)  # every setting's type and range
+    queries = check_run_settings(cfg)
     if args.judge_backend not in CHAT_CLIENTS:
         CHAT_CLIENTS.get(args.judge_backend)  # raises with the known judge backends
     evaluate_args = argparse.Namespace(**vars(args))

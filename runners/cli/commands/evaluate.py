@@ -101,25 +101,13 @@ def run(args) -> int:
     from toolbench_adapter.evaluation.cache import check_cache_path
 
     from ...judging.evaluate import check_run, evaluate_run, read_manifest
-    from ...judging.judge_ray import ChatRecipe, RayJudgeExecutor
-    from ._common import (
-        JUDGE_FAILURES_EXIT,
-        judge_client_options,
-        judge_failures_lines,
-        redo_command,
-    )
+    from ...judging.judge_ray import RayJudgeExecutor
+    from ._common import JUDGE_FAILURES_EXIT, judge_failures_lines, redo_command
 
     args.judge_self = args.judge_self or args.judge == "self"
     checked = check_run(args.run_dir, args.score_anyway)  # refuse before a judge is loaded or asked (read once)
     check_cache_path(args.cache)  # an unwritable --cache is exit 2 now, not a traceback at the first verdict
-    model, urls = judge_target(args, read_manifest(Path(args.run_dir)))
-    options = {}
-    if args.judge_backend == "openai":
-        options["accepts_prefill"] = args.judge_prefill
-        options.update(judge_client_options(args))
-        if args.judge_timeout:
-            options["timeout"] = args.judge_timeout
-    chat = ChatRecipe(args.judge_backend, model, urls, args.judge_api_key, options)
+    chat = chat_recipe(args, read_manifest(Path(args.run_dir)))
     executor = RayJudgeExecutor(chat, args.concurrency, args.ray_address) if args.executor == "ray" else None
     client = chat.build()
     redo = redo_command(args, ["evaluate", args.run_dir])
@@ -150,6 +138,22 @@ def run(args) -> int:
             print("  the run has no complete evaluation yet")
         return JUDGE_FAILURES_EXIT
     return 0
+
+
+def chat_recipe(args, manifest: dict):
+    """How to build the judge's chat client from the judge flags, for the run of ``manifest`` (--judge-self: its
+    own model and endpoints)."""
+    from ...judging.judge_ray import ChatRecipe
+    from ._common import judge_client_options
+
+    model, urls = judge_target(args, manifest)
+    options = {}
+    if args.judge_backend == "openai":
+        options["accepts_prefill"] = args.judge_prefill
+        options.update(judge_client_options(args))
+        if args.judge_timeout:
+            options["timeout"] = args.judge_timeout
+    return ChatRecipe(args.judge_backend, model, urls, args.judge_api_key, options)
 
 
 def judge_target(args, manifest: dict) -> tuple[str | None, list[str] | None]:

@@ -1,0 +1,414 @@
+"""tba sweep SPEC.yaml: many runs from one spec (base settings x axes), run together, each judged, one matrix."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+import time
+from pathlib import Path
+
+HELP = """\
+One experiment file, many runs: the spec's base settings (any tba run setting) crossed with its axes (each a
+run setting and its values; a value may be a mapping of several settings, e.g. a model with its backend,
+endpoint and key) give the cells. Each cell is an ordinary run folder, OUT/NAME/CELL (CELL: its axis values
+joined by "__"), run and then judged by every judge of the spec, so tba table, report, compare-runs and
+reproduce read it as any run. OUT/NAME/matrix.csv (.md, .tex): one row per cell and judge with SoPR, the
+valid-call rate, model calls, tokens and seconds, and against the baseline cell the paired difference over
+the shared queries with its 95% CI. tba report --index OUT/NAME is the sweep's front page.
+
+  name: demo
+  base: {backend: scripted, groups: [G1_instruction], limit: 3}
+  axes:
+    method: ["CoT@1", "DFS_woFilter_w2"]
+    parser: [react-find, react-robust]
+  judges:
+    - {backend: openai, url: "http://127.0.0.1:8000/v1", model: judge-x, api_key: x, evaluate_times: 1}
+  baseline: {method: "CoT@1", parser: react-find}
+  endpoints: {"http://127.0.0.1:8001/v1": {max_in_flight: 4, rate_per_s: 20}}   # optional
+
+A judge's keys: backend, model, url (one or a list), api_key, self, mode, prefill, constrain, max_tokens,
+timeout, options, evaluator, evaluators_dir, evaluate_times, concurrency, label (the matrix's name for it).
+
+Every setting of every cell and judge is checked before anything runs (exit 2 naming the spec file, the key and
+the fix), and so is every openai judge (one GET /models). The cells run at the same time: each model and judge
+endpoint has one cap on requests in flight for the whole sweep (endpoints: max_in_flight, default 8; and its
+rate_per_s), so a cell that ends frees its share for the others. Cells that differ only in the parser ask the
+model once for a request they share (the parser fan-out's memo; temperature 0). --executor ray runs each
+cell's queries on a Ray cluster (then each endpoint's cap holds per cell: Ray workers are other processes).
+
+Run flags given here (--backend, --model, --base-url, --groups, --limit, --config, ...) replace the spec's
+base settings; judge flags (--judge-url, --judge-model, --judge-backend, ...) replace its judges with one.
+Either makes another sweep (its spec differs): name it with --name.
+
+A cell whose endpoint is dead, whose run holds infrastructure failures or whose judge gave no verdict is marked
+failed in OUT/NAME/sweep.json with its reason and redo command; the other cells go on, and the sweep exits 3.
+The same command again redoes only what is missing: a done cell is skipped (none of its files rewritten), a
+failed one goes on where it stopped. A spec whose base, axes or judges changed is refused (exit 2) unless its
+axes only gained values (their new cells run). --dry-run prints the cells, what is done, and an upper bound on
+model calls per endpoint, and runs nothing.
+
+Exit status: 0 every cell done; 2 bad input (nothing run); 3 a cell failed; 130 interrupted."""
+
+EXIT_CELL_FAILED = 3
+EXIT_INTERRUPTED = 130
+
+
+def register(subparsers) -> None:
+    from ..ranges import COUNT
+    from .evaluate import add_judge_arguments
+    from .run import add_run_arguments
+
+    p = subparsers.add_parser("sweep", help="many runs from one spec (models x methods x parsers x ...), run "
+                              "together, judged, one matrix", description=HELP,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("spec", help="the sweep's YAML spec")
+    p.add_argument("--out", default="results/sweeps", help="where sweeps go: OUT/NAME (default results/sweeps)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the cells, what is done, and an upper bound on model calls per endpoint; run nothing")
+    p.add_argument("--cells", nargs="+", metavar="CELL", help="run only these cells (their folder names)")
+    p.add_argument("--axis", action="append", default=[], metavar="NAME=V1,V2",
+                   help="replace an axis's values (scalars, comma-separated), e.g. --axis parser=react-find,react-regex "
+                   "(another sweep: name it with --name)")
+    p.add_argument("--max-cells", type=COUNT, help="cells running at once (default: all; the endpoints' caps "
+                   "set the pace either way)")
+    p.add_argument("--judge-cache", default=None,
+                   help="judgement cache file (default: the spec's judge_cache, else results/cache/judge.jsonl)")
+    p.add_argument("--judge-concurrency", type=COUNT, default=None,
+                   help="judge requests in flight per cell (default: the judge endpoint's cap)")
+    add_run_arguments(p, fanout=False)
+    add_judge_arguments(p)
+    for action in p._actions:  # the run's --name names the sweep here
+        if action.dest == "name":
+            action.help = "the sweep's name: its folder OUT/NAME (default: the spec's name:)"
+    # judge flags replace the spec's judges only when given: no defaults here
+    p.set_defaults(func=run, judge_backend=None, evaluate_times=None, judge_mode=None)
+
+
+def run(args) -> int:
+    from toolbench_adapter.errors import InputError
+
+    from ...sweep.spec import load_spec
+
+    if args.out_root:
+        raise InputError("--out-root is a run's; a sweep's cells go under OUT/NAME", field="--out-root",
+                         fix="pass --out DIR")
+    spec = load_spec(args.spec, name=args.name, base_overrides=base_overrides(args),
+                     judges_override=judge_override(args), axes_override=axis_override(args.axis))
+    return SweepCommand(args, spec).run()
+
+
+def base_overrides(args) -> dict:
+    """The run flags given on the command line, as base settings."""
+    from dataclasses import fields
+
+    from ...config import RunConfig
+    from ._common import parse_options
+
+    settings = {}
+    for f in fields(RunConfig):
+        value = getattr(args, f.name, None)
+        if value is not None and f.name not in ("name", "out_root", "backend_options", "dialect_options"):
+            settings[f.name] = value
+    if args.config:
+        settings["config"] = args.config
+    if args.backend_option:
+        settings["backend_options"] = parse_options(args.backend_option)
+    if args.dialect_option:
+        settings["dialect_options"] = parse_options(args.dialect_option)
+    return settings
+
+
+def axis_override(pairs: list[str]) -> dict[str, list[str]]:
+    from toolbench_adapter.errors import InputError
+
+    axes = {}
+    for pair in pairs:
+        name, _, values = pair.partition("=")
+        listed = [v.strip() for v in values.split(",") if v.strip()]
+        if not name.strip() or not listed:
+            raise InputError(f"--axis {pair!r} is not NAME=V1,V2", field="--axis", fix="write e.g. --axis parser=react-find,react-robust")
+        axes[name.strip()] = listed
+    return axes
+
+
+def judge_override(args) -> list[dict] | None:
+    """The judge flags given on the command line, as one judge; None: none given."""
+    from ._common import parse_options
+
+    judge = {"backend": args.judge_backend, "model": args.judge_model, "url": args.judge_url,
+             "api_key": args.judge_api_key, "self": args.judge_self or args.judge == "self" or None,
+             "mode": args.judge_mode, "prefill": args.judge_prefill or None,
+             "constrain": args.judge_constrain or None, "max_tokens": args.judge_max_tokens,
+             "timeout": args.judge_timeout, "options": parse_options(args.judge_option) or None,
+             "evaluator": args.evaluator, "evaluators_dir": args.evaluators_dir,
+             "evaluate_times": args.evaluate_times, "concurrency": args.judge_concurrency}
+    judge = {k: v for k, v in judge.items() if v is not None}
+    return [judge] if judge else None
+
+
+class _Refusing(argparse.ArgumentParser):
+    """tba evaluate's judge flags, parsed from a spec's judge: an error names the spec's key, not a flag."""
+
+    where: tuple[str, str] = ("", "")
+
+    def error(self, message):
+        from toolbench_adapter.errors import InputError
+
+        raise InputError(message.replace("argument ", ""), path=self.where[0], field=self.where[1],
+                         fix="see tba sweep --help for a judge's keys and tba evaluate --help for their values")
+
+
+def judge_args(spec, index: int, settings: dict) -> argparse.Namespace:
+    from ...sweep.spec import JUDGE_KEYS
+    from ..ranges import COUNT
+    from .evaluate import add_judge_arguments
+
+    parser = _Refusing(prog="judge", add_help=False)
+    parser.where = (str(spec.path), f"judges[{index}]")
+    add_judge_arguments(parser)
+    parser.add_argument("--concurrency", type=COUNT, default=None)
+    argv: list[str] = []
+    for key, value in settings.items():
+        flag = JUDGE_KEYS[key]
+        if isinstance(value, bool):
+            argv += [flag] if value else []
+        elif isinstance(value, list):
+            for item in value:
+                argv += [flag, str(item)]
+        elif isinstance(value, dict):
+            for option, item in value.items():
+                argv += [flag, f"{option}={item}"]
+        else:
+            argv += [flag, str(value)]
+    parsed = parser.parse_args(argv)
+    parsed.judge_self = parsed.judge_self or parsed.judge == "self"
+    return parsed
+
+
+class SweepCommand:
+    """Plan every cell (checked), then run them (or print the plan: --dry-run), then write the matrix."""
+
+    def __init__(self, args, spec):
+        self.args = args
+        self.spec = spec
+        self.sweep_dir = Path(args.out) / spec.name
+        self.judge_cache = args.judge_cache or spec.judge_cache
+
+    def redo(self, cell: str | None = None) -> str:
+        argv = list(getattr(self.args, "argv", None) or ["sweep", str(self.spec.path)])
+        if "--cells" in argv:  # the cells named before are dropped: this one alone
+            start = argv.index("--cells")
+            end = start + 1
+            while end < len(argv) and not argv[end].startswith("-"):
+                end += 1
+            del argv[start:end]
+        return "tba " + shlex.join(argv + (["--cells", cell] if cell else []))
+
+    def run(self) -> int:
+        from toolbench_adapter.evaluation.cache import check_cache_path
+        from toolbench_adapter.fileio import check_writable
+
+        from ...sweep.state import SweepState
+
+        cells = self.spec.cells()
+        chosen = self.chosen(cells)
+        judges = [judge_args(self.spec, i, j.settings) for i, j in enumerate(self.spec.judges)]
+        plans = [self.plan(cell, judges, len(chosen)) for cell in chosen]
+        state = SweepState.open(self.sweep_dir, self.spec, cells, self.redo())
+        if self.args.dry_run:
+            self.print_plan(plans, state)
+            return 0
+        check_writable(self.sweep_dir)
+        check_cache_path(self.judge_cache, "--judge-cache")
+        self.check_judges_served(plans)
+        return self.execute(plans, state)
+
+    def chosen(self, cells):
+        from toolbench_adapter.errors import InputError
+
+        if not self.args.cells:
+            return cells
+        names = [c.name for c in cells]
+        unknown = [n for n in self.args.cells if n not in names]
+        if unknown:
+            raise InputError(f"no such cell: {', '.join(unknown)}", path=self.spec.path, field="--cells",
+                             fix=f"name cells of this spec: {', '.join(names)}")
+        return [c for c in cells if c.name in self.args.cells]
+
+    # -- planning: every setting checked, nothing run -----------------------------------------------------
+    def plan(self, cell, judges, n_cells):
+        from dataclasses import replace
+
+        from toolbench_adapter.errors import InputError
+
+        from ...config import RunConfig
+        from ...execution.preflight import make_backend, prepare
+        from ...sweep.endpoints import max_in_flight, model_urls, rate_per_s
+        from ...sweep.scheduler import CellPlan
+        from .eval import check_run_settings
+
+        where = f"cell {cell.name}"
+        try:
+            cfg = RunConfig(**{**cell.settings, "name": cell.name, "out_root": str(self.sweep_dir)})
+            urls = model_urls(cfg)
+            if "concurrency" not in cell.settings and urls:  # enough queries in flight to fill its endpoints alone
+                cfg = replace(cfg, concurrency=sum(max_in_flight(self.spec, u) for u in urls))
+            rate = rate_per_s(self.spec, urls[0]) if len(urls) == 1 else None
+            if rate and "rate_per_s" not in cfg.backend_options:
+                cfg = replace(cfg, backend_options={**cfg.backend_options, "rate_per_s": rate})
+            cfg.validate()
+            check_run_settings(cfg)
+            prepare(cfg, make_backend(cfg))  # the dialect and parser fit the backend
+        except InputError as exc:
+            raise InputError(exc.problem, path=self.spec.path,
+                             field=f"{where}: {exc.field}" if exc.field else where, fix=exc.fix) from None
+        plans = [self.judge_plan(label.label, jargs, cfg) for label, jargs in zip(self.spec.judges, judges,
+                                                                                   strict=True)]
+        return CellPlan(cell=cell, cfg=cfg, judges=plans, redo=self.redo(cell.name), share_key=self.share_key(cell, cfg))
+
+    def share_key(self, cell, cfg) -> str | None:
+        """Cells that differ only in the parser share one model memo: threads, temperature 0, and another cell
+        of the spec with the same key."""
+        if cfg.executor != "threads" or cfg.temperature:
+            return None
+        key = cell.shares_calls_with()
+        partners = [c for c in self.spec.cells() if c.shares_calls_with() == key]
+        return key if len(partners) > 1 else None
+
+    def judge_plan(self, label, jargs, cfg):
+        from toolbench_adapter.errors import InputError
+        from toolbench_adapter.evaluation.chat import CHAT_CLIENTS
+
+        from ...judging.evaluate import check_self_judging
+        from ...sweep.endpoints import max_in_flight
+        from ...sweep.scheduler import JudgePlan
+        from .evaluate import chat_recipe
+
+        if jargs.judge_backend not in CHAT_CLIENTS:
+            CHAT_CLIENTS.get(jargs.judge_backend)  # unknown: did you mean
+        planned = {"config": cfg.as_dict(), "backend": cfg.backend, "model": cfg.model}
+        try:
+            recipe = chat_recipe(jargs, planned)
+            check_self_judging(planned, recipe.model, judge_self=jargs.judge_self,
+                               pipeline_check=jargs.judge_backend == "hf" and not recipe.model)
+        except InputError as exc:
+            raise InputError(exc.problem, path=self.spec.path, field=f"judge {label}, cell {cfg.name}",
+                             fix=exc.fix) from None
+        urls = [u.rstrip("/") for u in (recipe.base_url or [])] if jargs.judge_backend == "openai" else []
+        concurrency = self.args.judge_concurrency or jargs.concurrency or (
+            sum(max_in_flight(self.spec, u) for u in urls) if urls else 4)
+        options = {"evaluator": jargs.evaluator, "evaluators_dir": jargs.evaluators_dir, "mode": jargs.judge_mode or "auto",
+                   "evaluate_times": jargs.evaluate_times or 3, "max_tokens": jargs.judge_max_tokens,
+                   "judge_constrain": jargs.judge_constrain, "judge_self": jargs.judge_self, "concurrency": concurrency}
+        return JudgePlan(label=label, build_client=recipe.build, options=options, urls=urls, recipe=recipe)
+
+    def check_judges_served(self, plans) -> None:
+        """A dead judge is found now, before any cell runs: one GET /models per judge."""
+        from toolbench_adapter.evaluation.preflight import check_served
+
+        seen = set()
+        for plan in plans:
+            for judge in plan.judges:
+                key = (judge.recipe.backend, judge.recipe.model, tuple(judge.urls))
+                if judge.recipe.backend != "openai" or key in seen:
+                    continue
+                seen.add(key)
+                check_served(judge.build_client(), warn=lambda line: print(line, file=sys.stderr))
+
+    # -- running -----------------------------------------------------------------------------------------
+    def execute(self, plans, state) -> int:
+        from ...sweep.endpoints import capped, model_urls
+        from ...sweep.scheduler import SweepScheduler
+
+        urls = [u for p in plans for u in model_urls(p.cfg)] + [u for p in plans for j in p.judges for u in j.urls]
+        started = time.perf_counter()
+        scheduler = SweepScheduler(plans, state, judge_cache=self.judge_cache, max_cells=self.args.max_cells,
+                                   progress=not self.args.quiet)
+        print(f"sweep {self.spec.name}: {len(plans)} cells -> {self.sweep_dir}", flush=True)
+        state.save()
+        try:
+            with capped(self.spec, urls) as caps:
+                results = scheduler.run()
+                busy = {url: cap.utilisation() for url, cap in caps.items() if hasattr(cap, "utilisation")}
+        except KeyboardInterrupt:
+            state.end(EXIT_INTERRUPTED)
+            print(f"tba sweep: interrupted; the same command goes on: {self.redo()}", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        seconds = time.perf_counter() - started
+        state.record["sessions"][-1]["shared_calls"] = scheduler.shared_calls()
+        matrix_files = self.write_matrix()
+        failed = [r for r in results if r.state == "failed"]
+        status = EXIT_CELL_FAILED if failed else 0
+        state.end(status)
+        ran = sum(r.ran for r in results)
+        done = sum(r.state == "done" for r in results)
+        print(f"sweep {self.spec.name}: {len(results)} cells: {done} done ({ran} ran now, {len(results) - ran} done "
+              f"before), {len(failed)} failed, in {seconds:.1f} s -> {self.sweep_dir}")
+        for url, fraction in busy.items():
+            print(f"  endpoint {url}: utilisation {100 * fraction:.0f}% of its {caps[url].max_in_flight} slots")
+        for group in state.record["sessions"][-1]["shared_calls"]:
+            print(f"  cells {', '.join(group['cells'])} differ only in the parser: {group['model_calls']} model "
+                  f"calls, {group['memo_hits']} more requests answered by the shared memo")
+        if matrix_files:
+            print(f"  matrix: {', '.join(str(p) for p in matrix_files)}")
+        if failed:
+            print(f"FAILED CELLS {len(failed)}: {', '.join(r.name for r in failed)} (each one's reason above and in "
+                  f"{self.sweep_dir}/sweep.json); the same command redoes only what is missing: {self.redo()}")
+        return status
+
+    def write_matrix(self) -> list[Path]:
+        from toolbench_adapter.report.sweep_matrix import build_matrix, write_matrix
+
+        matrix = build_matrix(self.sweep_dir)
+        written = write_matrix(matrix, self.sweep_dir)
+        md = self.sweep_dir / "matrix.md"
+        if md.is_file():
+            print(md.read_text(encoding="utf-8"))
+        return written
+
+    # -- --dry-run ---------------------------------------------------------------------------------------
+    def print_plan(self, plans, state) -> None:
+        from ...sweep.endpoints import max_in_flight, model_urls
+        from .eval import check_run_settings
+
+        spec = self.spec
+        print(f"sweep {spec.name} -> {self.sweep_dir}: {len(plans)} cells "
+              f"({' x '.join(f'{a.name} {len(a.values)}' for a in spec.axes)}), {len(spec.judges)} judge(s); "
+              f"spec {spec.path} (sha256 {spec.digest()[:12]})")
+        bounds: dict[str, int] = {}
+        width = max(len(p.cell.name) for p in plans)
+        print(f"  {'cell':<{width}}  {'state':<8} {'queries':>7}  model calls at most")
+        for plan in plans:
+            queries = len(check_run_settings(plan.cfg))
+            bound = queries * calls_per_query(plan.cfg)
+            record = state.cell(plan.cell.name)
+            print(f"  {plan.cell.name:<{width}}  {record.get('state', 'pending'):<8} {queries:>7}  {bound}"
+                  + (f"  ({record['reason']})" if record.get("reason") else ""))
+            urls = model_urls(plan.cfg) or [f"{plan.cfg.backend} (in this process)"]
+            for url in urls:  # several endpoints of one model: the least busy answers, any may answer all
+                bounds[url] = bounds.get(url, 0) + bound
+        print("model calls per endpoint, at most (cells sharing a parser memo ask fewer):")
+        for url, bound in bounds.items():
+            cap = f", at most {max_in_flight(spec, url)} in flight" if "://" in url else ""
+            print(f"  {url}: {bound}{cap}")
+        for judge in plans[0].judges if plans else []:
+            where = ", ".join(judge.urls) or judge.recipe.backend
+            print(f"judge {judge.label}: {judge.recipe.model or judge.recipe.backend} @ {where}, "
+                  f"x{judge.options['evaluate_times']} per answer")
+        print("nothing run (--dry-run)")
+
+
+def calls_per_query(cfg) -> int:
+    """An upper bound on one query's model calls: DFSDT stops at max_query_count; CoT@N makes at most N chains of
+    max_step turns, each turn asked again at most reask:N times (and never more than max_query_count re-asks)."""
+    from toolbench_adapter.structured.policy import reask_limit
+
+    method = cfg.method
+    if not method.startswith("CoT@"):
+        return cfg.max_query_count
+    try:
+        chains = int(method.split("@", 1)[1])
+    except ValueError:
+        return cfg.max_query_count
+    return chains * cfg.max_step * (1 + (reask_limit(cfg.on_invalid) or 0))

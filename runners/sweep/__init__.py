@@ -1,0 +1,1 @@
+"""tba sweep: many runs from one spec, scheduled together against shared endpoints, judged, one matrix."""

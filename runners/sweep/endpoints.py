@@ -1,0 +1,46 @@
+"""The endpoints a sweep's cells and judges ask, each with one cap on requests in flight for the whole sweep.
+
+The caps live in toolbench_adapter/inflight.py (every HTTP transport of the process holds the cap of the URL it
+sends to), so the cells that share an endpoint share its cap and a cell that ends frees its share. The spec's
+``endpoints:`` sets a URL's cap (``max_in_flight``) and pace (``rate_per_s``); an unlisted one gets
+DEFAULT_MAX_IN_FLIGHT.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Iterator
+
+from toolbench_adapter import inflight
+from toolbench_adapter.transport import url_list
+
+from ..config import RunConfig
+from ..models.openai_http import DEFAULT_BASE_URL, OPENAI_BACKENDS
+from .spec import DEFAULT_MAX_IN_FLIGHT, Spec
+
+
+def model_urls(cfg: RunConfig) -> list[str]:
+    """The model endpoints a run asks over HTTP ([] for an in-process backend: hf, scripted, replay)."""
+    if cfg.backend not in OPENAI_BACKENDS:
+        return []
+    return [url.rstrip("/") for url in url_list(cfg.base_url or DEFAULT_BASE_URL)]
+
+
+def max_in_flight(spec: Spec, url: str) -> int:
+    return int(spec.endpoints.get(url.rstrip("/"), {}).get("max_in_flight", DEFAULT_MAX_IN_FLIGHT))
+
+
+def rate_per_s(spec: Spec, url: str) -> float | None:
+    return spec.endpoints.get(url.rstrip("/"), {}).get("rate_per_s")
+
+
+@contextlib.contextmanager
+def capped(spec: Spec, urls: Iterable[str]) -> Iterator[dict[str, object]]:
+    """Every URL capped while the sweep runs (the caps are process-wide: cleared at the end)."""
+    caps = {url: inflight.set_cap(url, max_in_flight(spec, url), rate_per_s=rate_per_s(spec, url))
+            for url in dict.fromkeys(u.rstrip("/") for u in urls)}
+    try:
+        yield caps
+    finally:
+        for url in caps:
+            inflight.clear_cap(url)

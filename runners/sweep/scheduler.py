@@ -1,0 +1,217 @@
+"""Run a sweep's cells at the same time: each an ordinary run folder, run then judged by every judge.
+
+One thread per cell (at most ``max_cells`` at once). The endpoints set the pace, not the cells: every model and
+judge endpoint has one cap on requests in flight in this process (toolbench_adapter/inflight.py), shared by every
+cell that asks it, so a cell that ends frees its share for the others, and each cell offers enough queries in
+flight to fill its endpoints alone. Cells that differ only in the parser ask the model through one memo (the
+parser fan-out's: runners/models/memo.py): a request two of them send is asked once.
+
+A cell fails on its own (a dead endpoint, infrastructure failures in its run, a judge that gave no verdict): it
+is marked failed in sweep.json with its reason and redo command, and the others go on. A cell done before (its
+run and every judge's evaluation on disk) is skipped: nothing of it is rewritten.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from typing import Any
+
+from tqdm import tqdm
+
+from toolbench_adapter.errors import InputError
+
+from ..config import RunConfig
+from ..execution.fanout import CountingBackend
+from ..execution.preflight import make_backend
+from ..execution.runner import Runner
+from ..judging.evaluate import evaluate_run
+from ..models.memo import MemoBackend
+from .spec import Cell
+from .state import DONE, FAILED, PENDING, RUNNING, SweepState
+
+
+@dataclass
+class JudgePlan:
+    """One judge of one cell: how to build its client, and tba evaluate's settings for it."""
+
+    label: str
+    build_client: Callable[[], Any]
+    options: dict[str, Any] = field(default_factory=dict)  # evaluate_run's keywords (mode, evaluate_times, ...)
+    urls: list[str] = field(default_factory=list)  # the judge endpoints it asks (openai), capped by the sweep
+    recipe: Any = None  # judging/judge_ray.ChatRecipe: what the client is built from
+
+
+@dataclass
+class CellPlan:
+    cell: Cell
+    cfg: RunConfig  # out_root = the sweep's folder, name = the cell's
+    judges: list[JudgePlan]
+    redo: str  # the command that redoes this cell alone
+    share_key: str | None = None  # cells with the same key ask the model through one memo
+
+
+class CellFailed(Exception):
+    """The reason a cell failed, as sweep.json and the summary say it."""
+
+
+@dataclass
+class CellResult:
+    name: str
+    state: str
+    reason: str | None = None
+    seconds: float = 0.0
+    ran: bool = True  # False: done before, skipped
+    line: str = ""
+
+
+class SweepScheduler:
+    def __init__(self, plans: list[CellPlan], state: SweepState, *, judge_cache: str, max_cells: int | None = None,
+                 progress: bool = True, say: Callable[[str], None] = print):
+        self.plans = plans
+        self.state = state
+        self.judge_cache = judge_cache
+        self.max_cells = max_cells or max(1, len(plans))
+        self.progress = progress
+        self.say = say
+        self._lock = threading.Lock()
+        self._memos: dict[str, MemoBackend] = {}
+        self._runners: list[Runner] = []
+        self.stopping = False  # Ctrl-C: start no cell, let each running one stop starting queries
+
+    # -- what a cell needs ----------------------------------------------------------------------------------
+    def done_before(self, plan: CellPlan) -> bool:
+        """Recorded done, and its run and every judge's evaluation still on disk."""
+        record = self.state.cell(plan.cell.name)
+        if record.get("state") != DONE or not (plan.cfg.run_dir / "manifest.json").is_file():
+            return False
+        evaluations = record.get("evaluations") or {}
+        return all(evaluations.get(j.label) and (plan.cfg.run_dir / "eval" / evaluations[j.label]).is_dir()
+                   for j in plan.judges)
+
+    def backend_for(self, plan: CellPlan) -> Any:
+        """The cell's backend: its own (None: the Runner makes it), or a counter over its share group's memo."""
+        if plan.share_key is None:
+            return None
+        with self._lock:
+            memo = self._memos.get(plan.share_key)
+            if memo is None:
+                memo = self._memos[plan.share_key] = MemoBackend(make_backend(plan.cfg))
+        return CountingBackend(memo)
+
+    # -- one cell --------------------------------------------------------------------------------------------
+    def run_cell(self, plan: CellPlan) -> CellResult:
+        name = plan.cell.name
+        if self.done_before(plan):
+            return CellResult(name, DONE, ran=False, line=f"done before  {name} (nothing rewritten)")
+        if self.stopping:
+            return CellResult(name, PENDING, reason="not started: interrupted", ran=False)
+        self.state.update(name, state=RUNNING, reason=None, redo=plan.redo)
+        started = time.perf_counter()
+        try:
+            line = self._run_and_judge(plan)
+            result = CellResult(name, DONE, seconds=time.perf_counter() - started, line=line)
+        except CellFailed as exc:
+            result = CellResult(name, FAILED, str(exc), time.perf_counter() - started)
+        except InputError as exc:  # a dead endpoint found by the run's preflight, a refused run folder, ...
+            result = CellResult(name, FAILED, " ".join(exc.message().split()), time.perf_counter() - started)
+        except Exception as exc:  # a bug must not take the other cells down: said, with its traceback on disk
+            log = plan.cfg.run_dir / "sweep-error.log"
+            try:
+                log.parent.mkdir(parents=True, exist_ok=True)
+                log.write_text(traceback.format_exc(), encoding="utf-8")
+            except OSError:
+                pass
+            result = CellResult(name, FAILED, f"harness error: {type(exc).__name__}: {exc} (traceback: {log})",
+                                time.perf_counter() - started)
+        if result.state == PENDING or (self.stopping and result.state == FAILED):
+            result = CellResult(name, PENDING, "interrupted: the same command goes on", result.seconds)
+        self.state.update(name, state=result.state, reason=result.reason, seconds=round(result.seconds, 2))
+        if result.state == FAILED:
+            result.line = f"FAILED       {name}: {result.reason}\n  redo: {plan.redo}"
+        elif result.state == PENDING:
+            result.line = f"interrupted  {name}"
+        return result
+
+    def _run_and_judge(self, plan: CellPlan) -> str:
+        runner = Runner(plan.cfg, backend=self.backend_for(plan), progress=False, command=plan.redo)
+        with self._lock:
+            self._runners.append(runner)
+            if self.stopping:
+                runner.stopping = True
+        try:
+            manifest = runner.run()
+        finally:
+            with self._lock:
+                self._runners.remove(runner)
+        totals = manifest["totals"]
+        if self.stopping:
+            raise CellFailed("interrupted")
+        if totals.get("infra_failures"):
+            kinds = ", ".join(f"{k} {n}" for k, n in (totals.get("infra_failures_by_kind") or {}).items())
+            raise CellFailed(f"{totals['infra_failures']} infrastructure failures ({kinds}): not judged; see "
+                             f"{plan.cfg.run_dir}/errors.jsonl")
+        evaluations: dict[str, str] = {}
+        judged = []
+        for judge in plan.judges:
+            if self.stopping:
+                raise CellFailed("interrupted")
+            result = evaluate_run(plan.cfg.run_dir, judge.build_client(), cache_path=self.judge_cache,
+                                  progress=False, preflight=True, command=plan.redo, **judge.options)
+            if result.judge_failures:
+                raise CellFailed(f"judge {judge.label}: {result.judge_failures} of {result.judgements} judgements "
+                                 "gave no verdict (the judge endpoint after its retries, or no usable verdict)")
+            evaluations[judge.label] = result.evaluation_id
+            self.state.update(plan.cell.name, evaluations=dict(evaluations))
+            judged.append(f"{judge.label}: {result.evaluation_id}")
+        return (f"done         {plan.cell.name}: {totals['queries']} queries, {totals.get('model_calls', 0)} model "
+                f"calls; judged by {'; '.join(judged)}")
+
+    # -- all cells -------------------------------------------------------------------------------------------
+    def run(self) -> list[CellResult]:
+        results: list[CellResult] = []
+        bar = tqdm(total=len(self.plans), desc=f"sweep {self.state.record['name']}", unit="cell",
+                   disable=not self.progress, dynamic_ncols=True, file=sys.stderr)
+        pool = ThreadPoolExecutor(max_workers=self.max_cells, thread_name_prefix="cell")
+        futures = {pool.submit(self.run_cell, plan): plan for plan in self.plans}
+        try:
+            for future in as_completed(futures):
+                result = future.result()
+                results.append(result)
+                bar.update(1)
+                if result.line:
+                    bar.write(result.line) if self.progress else self.say(result.line)
+        except KeyboardInterrupt:
+            self.stop()
+            self.say("tba sweep: Ctrl-C: starting no more cells or queries; the queries in flight finish first "
+                     "(Ctrl-C again stops at once; the same command goes on either way)")
+            for future in futures:
+                if future.done() or future.cancel():
+                    continue
+                results.append(future.result())
+            raise
+        finally:
+            bar.close()
+            pool.shutdown(wait=False, cancel_futures=True)
+        order = {plan.cell.name: i for i, plan in enumerate(self.plans)}
+        return sorted(results, key=lambda r: order[r.name])
+
+    def shared_calls(self) -> list[dict]:
+        """This session's memo groups: the cells that shared model calls, the calls that reached the model and
+        the requests the memo answered (what separate runs would have asked again)."""
+        groups = []
+        for key, memo in self._memos.items():
+            cells = [p.cell.name for p in self.plans if p.share_key == key]
+            groups.append({"cells": cells, **memo.counts()})
+        return groups
+
+    def stop(self) -> None:
+        with self._lock:
+            self.stopping = True
+            for runner in self._runners:
+                runner.stopping = True

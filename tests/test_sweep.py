@@ -1,0 +1,173 @@
+"""Issue 34: `tba sweep SPEC.yaml`: the cells of one spec run together, each an ordinary run folder judged by
+every judge, loud and resumable per cell, checked before anything runs.
+
+The issue's own spec runs as written (the scripted agent, one judge endpoint: a loopback stand-in)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from runners.cli import main
+from tests.openai_standin import OpenAIStandin
+from tests.test_judge_failures import solved
+
+CELLS = ["CoT@1__react-find", "CoT@1__react-robust", "DFS_woFilter_w2__react-find", "DFS_woFilter_w2__react-robust"]
+
+
+@pytest.fixture(scope="module")
+def judge():
+    with OpenAIStandin(models=("judge-x",), respond=solved) as standin:
+        yield standin
+
+
+def issue_spec(judge, **extra) -> str:
+    """The spec of the issue, word for word but the port (and what a test adds)."""
+    text = f"""name: demo
+base: {{backend: scripted, groups: [G1_instruction], limit: 3}}
+axes:
+  method: ["CoT@1", "DFS_woFilter_w2"]
+  parser: [react-find, react-robust]
+judges:
+  - {{backend: openai, url: "{judge.url}", model: judge-x, api_key: x, evaluate_times: 1}}
+baseline: {{method: "CoT@1", parser: react-find}}
+"""
+    for key, value in extra.items():
+        text += f"{key}: {value}\n"
+    return text
+
+
+def write(tmp_path: Path, text: str, name: str = "spec.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def sweep(spec: Path, out: Path, *flags: str) -> int:
+    return main(["sweep", str(spec), "--out", str(out), "--quiet", *flags])
+
+
+def files_of(folder: Path) -> dict[str, tuple[int, bytes]]:
+    return {str(p.relative_to(folder)): (p.stat().st_mtime_ns, p.read_bytes())
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_the_issues_spec_runs_judges_every_cell_and_a_rerun_rewrites_nothing(tmp_path, judge, capsys):
+    spec = write(tmp_path, issue_spec(judge))
+    out = tmp_path / "sweeps"
+    assert sweep(spec, out) == 0
+    printed = capsys.readouterr().out
+    folder = out / "demo"
+    state = json.loads((folder / "sweep.json").read_text())
+    assert [c["name"] for c in state["cells"]] == CELLS and state["baseline"] == "CoT@1__react-find"
+    for cell in state["cells"]:
+        assert cell["state"] == "done" and cell["reason"] is None
+        run = folder / cell["name"]
+        manifest = json.loads((run / "manifest.json").read_text())
+        assert manifest["totals"]["finished"] == manifest["totals"]["queries"] == 1  # the sample: 1 query in G1_instruction
+        assert list((run / "G1_instruction").glob("*.json"))  # its answer file, upstream's layout
+        evaluation = cell["evaluations"]["judge-x"]
+        assert (run / "eval" / evaluation / "evaluation.json").is_file()
+        assert json.loads((run / "evaluations.json").read_text())  # tba table / report / compare-runs read it
+    # the text parsers on the scripted agent: its ToolLLaMA text was read (a valid call, not an unreadable step)
+    assert json.loads((folder / "CoT@1__react-find" / "manifest.json").read_text())["config"]["dialect"] == "toolllama"
+    # cells that differ only in the parser shared the model's calls
+    shared = state["sessions"][-1]["shared_calls"]
+    assert sorted(len(g["cells"]) for g in shared) == [2, 2] and all(g["memo_hits"] > 0 for g in shared)
+    assert "differ only in the parser" in printed
+    before = files_of(folder)
+    assert sweep(spec, out) == 0
+    assert "4 done (0 ran now, 4 done before)" in capsys.readouterr().out
+    after = files_of(folder)
+    changed = sorted(name for name in after if after[name] != before.get(name))
+    assert changed == ["sweep.json"]  # only its session log: no answer, evaluation or matrix file rewritten
+
+
+def test_a_dead_model_endpoint_fails_its_cell_alone_and_the_sweep_exits_3(tmp_path, judge, capsys):
+    spec = write(tmp_path, f"""name: two
+base: {{groups: [G1_instruction, G1_tool]}}
+axes:
+  model:
+    - {{label: alive, backend: scripted}}
+    - {{label: dead, backend: openai-chat, dialect: openai-tools, model: m, base_url: "http://127.0.0.1:9/v1",
+       api_key: x, backend_options: {{retries: 0}}}}
+judges: [{{backend: openai, url: "{judge.url}", model: judge-x, api_key: x, evaluate_times: 1}}]
+""")
+    out = tmp_path / "sweeps"
+    assert sweep(spec, out) == 3
+    printed = capsys.readouterr().out
+    assert "FAILED       dead: " in printed and "cannot reach the model endpoint http://127.0.0.1:9/v1" in printed
+    assert f"redo: tba sweep {spec} --out {out} --quiet --cells dead" in printed
+    assert "FAILED CELLS 1: dead" in printed
+    state = {c["name"]: c for c in json.loads((out / "two" / "sweep.json").read_text())["cells"]}
+    assert state["dead"]["state"] == "failed" and "cannot reach" in state["dead"]["reason"]
+    assert state["dead"]["redo"].endswith("--cells dead")
+    assert state["alive"]["state"] == "done"
+    alive = out / "two" / "alive"
+    assert len(list(alive.glob("G1_*/*.json"))) == 2 and (alive / "eval" / state["alive"]["evaluations"]["judge-x"]).is_dir()
+    assert sweep(spec, out) == 3  # still dead: the alive cell is skipped, the dead one tried again
+    assert "done before  alive" in capsys.readouterr().out
+
+
+def test_a_judge_that_gives_no_verdict_fails_the_cell(tmp_path, capsys):
+    with OpenAIStandin(models=("judge-x",), respond=solved,
+                       fail_when=lambda endpoint, body: 500 if "chat" in endpoint and body.get("tool_choice")
+                       and "scripted answer" in json.dumps(body) else None) as broken:
+        spec = write(tmp_path, issue_spec(broken).replace("evaluate_times: 1", "evaluate_times: 1, options: "
+                                                          "{retries: 1, wait_min: 0, wait_max: 0}"))
+        assert sweep(spec, tmp_path / "sweeps", "--cells", "CoT@1__react-find") == 3
+    printed = capsys.readouterr().out
+    assert "FAILED       CoT@1__react-find: judge judge-x: 1 of 1 judgements gave no verdict" in printed
+
+
+@pytest.mark.parametrize("change, field, needle", [
+    (("parser: [react-find, react-robust]", "parser: [react-find, react-robus]"), "axes.parser[1].parser",
+     "unknown parser"),
+    (('method: ["CoT@1", "DFS_woFilter_w2"]', 'method: ["CoT@1", "CoT@0"]'), "axes.method[1]", "CoT@N needs N >= 1"),
+    (("limit: 3", "limit: 0"), "base.limit", "at least 1"),
+    (("limit: 3", "limmit: 3"), "base.limmit", "limit"),
+    (('baseline: {method: "CoT@1", parser: react-find}', 'baseline: {method: "CoT@2", parser: react-find}'),
+     "baseline.method", "one of CoT@1, DFS_woFilter_w2"),
+    (("evaluate_times: 1", "evaluate_times: 0"), "judges[0]", "evaluate-times"),
+    (("evaluate_times: 1", "evaluate_tims: 1"), "judges[0].evaluate_tims", "evaluate_times"),
+])
+def test_a_bad_spec_is_refused_before_anything_runs_naming_the_file_and_key(tmp_path, judge, capsys, change, field,
+                                                                            needle):
+    spec = write(tmp_path, issue_spec(judge).replace(*change))
+    assert sweep(spec, tmp_path / "sweeps") == 2
+    err = capsys.readouterr().err
+    assert str(spec) in err and field in err and needle in err, err
+    assert not (tmp_path / "sweeps").exists()  # nothing written
+
+
+def test_a_changed_spec_is_refused_and_new_axis_values_only_add_cells(tmp_path, judge, capsys):
+    out = tmp_path / "sweeps"
+    spec = write(tmp_path, issue_spec(judge).replace('["CoT@1", "DFS_woFilter_w2"]', '["CoT@1"]'))
+    assert sweep(spec, out) == 0
+    changed = write(tmp_path, issue_spec(judge).replace("limit: 3", "limit: 2"), "changed.yaml")
+    assert sweep(changed, out) == 2
+    err = capsys.readouterr().err
+    assert "a sweep made by another spec: it differs in base" in err and "--name NEW" in err
+    extended = write(tmp_path, issue_spec(judge), "extended.yaml")  # DFS added to the method axis
+    capsys.readouterr()
+    assert sweep(extended, out) == 0
+    assert "4 done (2 ran now, 2 done before)" in capsys.readouterr().out
+
+
+def test_dry_run_prints_the_cells_what_is_done_and_a_bound_on_model_calls(tmp_path, judge, capsys):
+    spec = write(tmp_path, issue_spec(judge))
+    out = tmp_path / "sweeps"
+    assert sweep(spec, out, "--dry-run") == 0
+    printed = capsys.readouterr().out
+    assert not out.exists()
+    for cell in CELLS:
+        assert cell in printed
+    assert "scripted (in this process): 424" in printed  # 2 x 12 (CoT@1: 12 steps) + 2 x 200 (DFSDT's cap)
+    assert sweep(spec, out, "--cells", "CoT@1__react-find") == 0
+    capsys.readouterr()
+    assert sweep(spec, out, "--dry-run") == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert any(line.split()[:2] == ["CoT@1__react-find", "done"] for line in lines)
+    assert any(line.split()[:2] == ["CoT@1__react-robust", "pending"] for line in lines)
