@@ -33,9 +33,10 @@ CONCURRENCY ?= 1
 # upstream)"); CONSTRAIN=off is upstream's unconstrained decoding; ON_INVALID=observe|reask:N (tba run --help)
 CONSTRAIN   ?= $(if $(filter hf,$(BACKEND)),schema)
 ON_INVALID  ?=
-# the run folder's name says a setting that is not upstream's (a folder holds one set of settings)
-RUN         ?= eval-$(BACKEND)-$(subst @,,$(METHOD))$(if $(filter-out off,$(CONSTRAIN)),-constrain-$(CONSTRAIN))$(if \
-               $(filter-out observe,$(ON_INVALID)),-$(subst :,-,$(ON_INVALID)))
+# the run folder's name says a setting that is not upstream's (a folder holds one set of settings), e.g.
+# eval-hf-CoT1-constrain-schema (runners/cli/make_front.py run-name)
+RUN         ?= $(shell $(PYTHON) runners/cli/make_front.py run-name --backend=$(BACKEND) --method=$(METHOD) \
+               --constrain=$(CONSTRAIN) --on-invalid=$(ON_INVALID))
 CONFIG      ?= $(if $(filter hf,$(BACKEND)),runners/configs/smollm2.yaml)
 # the judge: the local model on the offline default (every table says a 135M judge checks the pipeline, not the
 # model); a served model needs a judge of its own, JUDGE_URL and JUDGE_MODEL (its key: OPENAI_API_KEY in the
@@ -58,46 +59,29 @@ STRUCT_FLAGS = $(if $(CONSTRAIN),--constrain $(CONSTRAIN)) $(if $(ON_INVALID),--
 
 # Unknown variables: a variable given on the command line that this Makefile never names is refused (exit 2)
 # with the closest known name, since make would ignore it (`make eval GROUP=G1_tool` would run all six groups).
-# Known: every name assigned or read here, and make's own. The environment is not checked. (override: the
-# check's own variables cannot be set from the command line)
-override MAKE_OWN_VARS := MAKEFLAGS GNUMAKEFLAGS MFLAGS MAKEFILES MAKE MAKESHELL SHELL .SHELLFLAGS .DEFAULT_GOAL
-override KNOWN_VARS := $(sort $(MAKE_OWN_VARS) $(shell sed -nE 's/^([A-Za-z_][A-Za-z0-9_]*)[[:space:]]*[:?+!]?=.*/\1/p' \
-                    $(MAKEFILE_LIST)) $(shell grep -ohE '\$$\([A-Z][A-Z0-9_]*[):]' $(MAKEFILE_LIST) | tr -d '$$():'))
+# Known: every name assigned or read here, and make's own (runners/cli/make_front.py check-vars, run only when the
+# command line sets a variable). The environment is not checked. (override: the command line cannot set these)
 override COMMAND_VARS := $(foreach v,$(.VARIABLES),$(if $(filter command line,$(origin $(v))),$(v)))
-override UNKNOWN_VARS := $(filter-out $(KNOWN_VARS),$(COMMAND_VARS))
-# the known name nearest to $(1): same letters in another case, else edit distance at most 2 (or a third of it)
-closest_var     = $(shell printf '%s\n' $(KNOWN_VARS) | awk -v want='$(1)' ' \
-                    function lev(s, t,   m, n, i, j, d, c) { m = length(s); n = length(t); \
-                      for (i = 0; i <= m; i++) d[i, 0] = i; for (j = 0; j <= n; j++) d[0, j] = j; \
-                      for (i = 1; i <= m; i++) for (j = 1; j <= n; j++) { \
-                        c = d[i - 1, j - 1] + (substr(s, i, 1) != substr(t, j, 1)); \
-                        if (d[i - 1, j] + 1 < c) c = d[i - 1, j] + 1; if (d[i, j - 1] + 1 < c) c = d[i, j - 1] + 1; \
-                        d[i, j] = c }; return d[m, n] } \
-                    { dist = lev(toupper(want), toupper($$0)); if (best == "" || dist < least) { best = $$0; least = dist } } \
-                    END { if (least <= 2 || 3 * least <= length(want)) print best }')
-unknown_var     = unknown variable $(1)$(if $(call closest_var,$(1)),; did you mean $(call closest_var,$(1))?, (no target reads it))
-ifneq ($(UNKNOWN_VARS),)
-  $(error $(foreach v,$(UNKNOWN_VARS),$(call unknown_var,$(v))) (`make help` lists the variables))
+ifneq ($(COMMAND_VARS),)
+  override UNKNOWN_VARS := $(shell $(PYTHON) runners/cli/make_front.py check-vars $(MAKEFILE_LIST) -- $(COMMAND_VARS) \
+                             || echo 'PYTHON=$(PYTHON) cannot run runners/cli/make_front.py: PYTHON names a Python 3')
+  ifneq ($(UNKNOWN_VARS),)
+    $(error $(UNKNOWN_VARS))
+  endif
 endif
 
-# make help: each target's line with its variable references replaced by the values they have now (command
-# line and environment included), then the main variables with their values. The values reach awk through env,
-# quoted for the shell.
+# make help (runners/cli/make_front.py help): each target's "## " line with its $(VAR)s replaced by the values they
+# have now (command line and environment included), then every ?= variable with its value. The values reach the
+# script as NAME=VALUE lines in MAKE_VALUES (no shell quoting); the environment gives the rest.
 # "[needs ...]" marks a target that needs something the defaults cannot ship, and the variable or target giving it.
-quote        = '$(subst ','\'',$(1))'
-HELP_VARS    = $(filter-out HELP_VARS HELP_SHOWN quote closest_var unknown_var RUN_FLAGS JUDGE_FLAGS STRUCT_FLAGS PIP_OFFLINE,$(foreach v,$(.VARIABLES),$(if $(filter file override command,$(firstword $(origin $(v)))),$(v))))
-# every variable a target reads: each one set with ?= here (the flag lists above are built from them), in file order
-HELP_SHOWN   = $(shell sed -nE 's/^([A-Z][A-Z0-9_]*)[[:space:]]*[?]=.*/\1/p' $(firstword $(MAKEFILE_LIST)))
+# (newline: one newline character, between the lines)
+define newline
+
+
+endef
+help: export MAKE_VALUES = $(foreach v,$(.VARIABLES),$(if $(filter file command,$(firstword $(origin $(v)))),$(v)=$($(v))$(newline)))
 help:  ## list the targets and the variables they use, with the values they have now
-	@echo "Targets (make TARGET [VAR=value ...]):"
-	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort | \
-	  env $(foreach v,$(HELP_VARS),$(call quote,$(v)=$($(v)))) awk -F'\t' '{ line = $$2; out = ""; \
-	    while (match(line, /\$$\([A-Za-z0-9_]+\)/)) { name = substr(line, RSTART + 2, RLENGTH - 3); \
-	      value = (name in ENVIRON) ? ENVIRON[name] : substr(line, RSTART, RLENGTH); if (value == "") value = "(empty)"; \
-	      out = out substr(line, 1, RSTART - 1) value; line = substr(line, RSTART + RLENGTH) } \
-	    printf "  %-16s %s\n", $$1, out line }'
-	@echo "Variables (now):"
-	@printf '  %s\n' $(foreach v,$(HELP_SHOWN),$(call quote,$(v)=$(or $($(v)),(empty))))
+	@$(PYTHON) runners/cli/make_front.py help $(MAKEFILE_LIST)
 
 # pip needs a network (PyPI, or a mirror pip is configured for) once; without one, say so and exit 2
 PIP_OFFLINE = { echo "make: installing into $(1) needs a network once (PyPI, or a pip mirror/wheel cache); $(2)" >&2; exit 2; }
