@@ -48,9 +48,9 @@ JUDGE_MODEL   ?=
 JUDGE_URL     ?=
 EVAL_TIMES    ?= 3
 # the flags a run and an evaluation take from the variables above (eval, compare-parsers-live and compare-structured
-# share them)
+# share them); --config= given empty says "no config file" (a sweep spec's own base config is then left out too)
 RUN_FLAGS    = --backend $(BACKEND) --method $(METHOD) $(if $(DIALECT),--dialect $(DIALECT)) --server $(SERVER) \
-               --concurrency $(CONCURRENCY) $(if $(CONFIG),--config $(CONFIG)) $(if $(MODEL),--model $(MODEL)) \
+               --concurrency $(CONCURRENCY) --config=$(CONFIG) $(if $(MODEL),--model $(MODEL)) \
                $(if $(BASE_URL),--base-url $(BASE_URL)) \
                $(if $(STB),--stb-root $(STB),--tool-root data/sample/toolenv/tools) $(if $(GROUPS),--groups $(GROUPS))
 JUDGE_FLAGS  = --judge-backend $(JUDGE_BACKEND) --evaluate-times $(EVAL_TIMES) $(if $(JUDGE),--judge $(JUDGE)) \

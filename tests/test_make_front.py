@@ -162,8 +162,6 @@ def test_a_python_that_cannot_run_the_script_stops_make():
 
 # ---- the Makefile itself ---------------------------------------------------------------------------------------
 
-# recipes the lead replaces with `tba sweep` calls (issue 34, item 5); then this set empties
-NOT_YET_REPLACED = {"compare-structured", "compare-parsers-live", "STRUCT_JSON_FLAGS"}
 PROGRAMMING = re.compile(r"\$\((?:subst|patsubst)\b|\bsubstr\(|\bfor\s*\(|\bfor\s+\w+\s+in\b")
 
 
@@ -194,5 +192,5 @@ def test_the_checker_finds_what_it_forbids():
 def test_the_makefile_has_no_make_language_programming():
     """subst, awk's substr and shell loops made the Makefile a program nobody tested: make_front.py does it now."""
     text = (PROJECT_ROOT / "Makefile").read_text(encoding="utf-8")
-    assert makefile_programming(text, NOT_YET_REPLACED) == []
+    assert makefile_programming(text, set()) == []  # compare-structured / -parsers-live are tba sweep calls now
     assert "runners/cli/make_front.py" in text

@@ -200,7 +200,7 @@ def check_settings(settings: dict, path: Path, key: str) -> None:
             except UnknownNameError as exc:
                 raise InputError(str(exc), path=path, field=f"{key}.{name}",
                                  fix=f"write one of the known {name}s (tba {name}s --help may list them)") from None
-    if "config" in settings:
+    if settings.get("config"):  # "" (--config= on the command line): none
         config_file(settings["config"], path, key)
 
 
@@ -224,7 +224,7 @@ def resolve(layers: list[dict], path: Path) -> dict:
     """One run's settings: each layer's config: file first, then its own keys, in order (the last wins)."""
     settings: dict[str, Any] = {}
     for layer in layers:
-        if "config" in layer:
+        if layer.get("config"):
             settings.update(config_file(layer["config"], path, "config"))
         settings.update({k: v for k, v in layer.items() if k not in ("config", "label")})
     return settings

@@ -110,7 +110,7 @@ def base_overrides(args) -> dict:
         value = getattr(args, f.name, None)
         if value is not None and f.name not in ("name", "out_root", "backend_options", "dialect_options"):
             settings[f.name] = value
-    if args.config:
+    if args.config is not None:  # --config= (empty): no config file, the spec's base one left out too
         settings["config"] = args.config
     if args.backend_option:
         settings["backend_options"] = parse_options(args.backend_option)
