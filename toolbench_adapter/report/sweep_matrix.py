@@ -11,20 +11,19 @@ into the run folders.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import InputError
-from ..evaluation.comparability import SETUP_FIELD, assess, line
+from ..evaluation.comparability import SETUP_FIELD, assess
 from ..evaluation.evaluations import choose_evaluation
 from ..evaluation.judge_cards import citation
-from ..evaluation.paired import RESAMPLES, SEED, PairedDifference, paired_bootstrap
+from ..evaluation.paired import RESAMPLES, SEED, paired_bootstrap
 from ..evaluation.results import is_score_file, read_score_file, rows_from_label_file
 from ..evaluation.scores import UPSTREAM, Score
 from ..fileio import read_json, write_text_atomic
 from ..runfolder import MANIFEST
 from .parser_runs import query_scores
-from .sweep_matrix_render import to_csv, to_latex, to_markdown
+from .sweep_matrix_render import Matrix, MatrixRow, to_csv, to_latex, to_markdown
 from .tables import BoardRow
 
 SWEEP_FILE = "sweep.json"
@@ -35,48 +34,6 @@ NOT_JUDGED, JUDGING_FAILED, UNREADABLE = "not judged", "judging failed", "unread
 NO_JUDGE = "no judge"  # a sweep without judges: every cell still gets its row, not judged
 SWEEP_FIX = "pass the folder `tba sweep SPEC.yaml` wrote (OUT/NAME, default results/sweeps/NAME); run the spec " \
             "again to rewrite its sweep.json (finished cells are kept)"
-
-
-@dataclass
-class MatrixRow:
-    cell: str
-    axes: dict[str, str]
-    judge: str  # the sweep's judge label
-    state: str  # a cell state (STATES), or NOT_JUDGED / JUDGING_FAILED / UNREADABLE for this judge
-    reason: str = ""
-    run_dir: Path | None = None
-    evaluation: str | None = None  # its id under RUN/eval/
-    judge_record: dict | None = None  # evaluation.json's judge (label, id: what the notes cite)
-    sopr: Score | None = None
-    valid_turns: int | None = None
-    model_turns: int | None = None
-    model_calls: int | None = None
-    tokens: int | None = None
-    seconds: float | None = None
-    comparable: bool | None = None
-    reasons: list[str] = field(default_factory=list)  # why not comparable (comparability.assess)
-    baseline: bool = False
-    paired: PairedDifference | None = None
-    paired_note: str = ""  # why no difference: the baseline has no numbers, no query in common
-    scores: dict = field(default_factory=dict, repr=False)  # (group, query id) -> label points over the repeats
-
-    @property
-    def comparability(self) -> str:
-        return line(bool(self.comparable), self.reasons) if self.comparable is not None else ""
-
-
-@dataclass
-class Matrix:
-    name: str
-    axes: list[str]
-    baseline: str | None
-    rows: list[MatrixRow]
-    notes: list[str]
-    sweep_dir: Path
-
-    @property
-    def delta_header(self) -> str | None:
-        return f"ΔSoPR vs {self.baseline} (95% CI)" if self.baseline else None
 
 
 # ---------------------------------------------------------------- reading sweep.json
@@ -118,7 +75,8 @@ def read_sweep(sweep_dir: str | Path) -> dict:
         _require(_text(cell.get("name")), path, f"{where}.name", "missing")
         _require(isinstance(cell.get("axes"), dict) and all(a in cell["axes"] for a in axes), path, f"{where}.axes",
                  f"must give a value for every axis ({', '.join(axes)})")
-        _require(_text(cell.get("run_dir")), path, f"{where}.run_dir", "missing (the run folder, relative to the sweep)")
+        _require(_text(cell.get("run_dir")), path, f"{where}.run_dir",
+                 "missing (the run folder, relative to the sweep)")
         _require(cell.get("state") in STATES, path, f"{where}.state",
                  f"is {cell.get('state')!r}, not one of {', '.join(STATES)}")
         evaluations = cell.get("evaluations") or {}
@@ -242,7 +200,8 @@ def build_matrix(sweep_dir: str | Path) -> Matrix:
     sweep_dir = Path(sweep_dir)
     data = read_sweep(sweep_dir)
     rows = []
-    for judge in [j["label"] for j in data["judges"]] or [NO_JUDGE]:  # judge by judge: a difference pairs within one judge
+    # judge by judge: a difference pairs rows of one judge
+    for judge in [j["label"] for j in data["judges"]] or [NO_JUDGE]:
         judged = [build_row(sweep_dir, cell, judge, data["axes"]) for cell in data["cells"]]
         if data.get("baseline"):
             pair(judged, data["baseline"])

@@ -1,21 +1,65 @@
-"""The sweep matrix as text: Markdown and LaTeX (the figures as a reader sees them), CSV (each number in its own
-column, for a script), and the HTML table `tba report --index` puts first. A row without numbers shows its state
-and reason and leaves the number columns empty; no row is left out."""
+"""The sweep matrix's rows (Matrix, MatrixRow: sweep_matrix.py fills them) and their text: Markdown and LaTeX (the
+figures as a reader sees them), CSV (each number in its own column, for a script), and the HTML table `tba report
+--index` puts first. A row without numbers shows its state and reason and leaves the number columns empty; no row
+is left out."""
 
 from __future__ import annotations
 
 import csv
 import html
 import io
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from pathlib import Path
 
+from ..evaluation.comparability import line
+from ..evaluation.paired import PairedDifference
+from ..evaluation.scores import Score
 from .tables import _latex_escape
-
-if TYPE_CHECKING:  # the data model lives in sweep_matrix.py, which imports this module
-    from .sweep_matrix import Matrix, MatrixRow
 
 BASELINE = "baseline"
 NUMBERS = ["SoPR", "n", "valid turns", "model calls", "tokens", "seconds"]
+
+
+@dataclass
+class MatrixRow:
+    cell: str
+    axes: dict[str, str]
+    judge: str  # the sweep's judge label
+    state: str  # the cell's (done, failed, pending, running), or for this judge: not judged, judging failed, unreadable
+    reason: str = ""
+    run_dir: Path | None = None
+    evaluation: str | None = None  # its id under RUN/eval/
+    judge_record: dict | None = None  # evaluation.json's judge (label, id: what the notes cite)
+    sopr: Score | None = None
+    valid_turns: int | None = None
+    model_turns: int | None = None
+    model_calls: int | None = None
+    tokens: int | None = None
+    seconds: float | None = None
+    comparable: bool | None = None
+    reasons: list[str] = field(default_factory=list)  # why not comparable (comparability.assess)
+    baseline: bool = False
+    paired: PairedDifference | None = None
+    paired_note: str = ""  # why no difference: the baseline has no numbers, no query in common
+    scores: dict = field(default_factory=dict, repr=False)  # (group, query id) -> label points over the repeats
+
+    @property
+    def comparability(self) -> str:
+        return line(bool(self.comparable), self.reasons) if self.comparable is not None else ""
+
+
+@dataclass
+class Matrix:
+    name: str
+    axes: list[str]
+    baseline: str | None
+    rows: list[MatrixRow]
+    notes: list[str]
+    sweep_dir: Path
+
+    @property
+    def delta_header(self) -> str | None:
+        return f"ΔSoPR vs {self.baseline} (95% CI)" if self.baseline else None
 
 
 def header(matrix: Matrix) -> list[str]:
