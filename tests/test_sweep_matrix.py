@@ -149,9 +149,29 @@ def test_a_done_cell_without_this_judges_evaluation_is_listed_not_judged(sweep, 
     data["cells"][1]["evaluations"] = {"judge-x": None}
     for cell in data["cells"]:
         cell["run_dir"] = str(sweep / cell["run_dir"])  # absolute: this sweep.json lives elsewhere
+    data["cells"][2]["run_dir"] = str(tmp_path / "gone")  # done, but its folder is not there: listed, with why
     (tmp_path / "sweep.json").write_text(json.dumps(data))
-    row = rows_by_cell(build_matrix(tmp_path))["CoT@1__react-robust"]
+    rows = rows_by_cell(build_matrix(tmp_path))
+    row = rows["CoT@1__react-robust"]
     assert row.state == "not judged" and "no evaluation by judge-x" in row.reason and row.sopr is None
+    gone = rows["DFS_woFilter_w2__react-find"]
+    assert gone.state == "unreadable" and str(tmp_path / "gone") in gone.reason and gone.sopr is None
+
+
+def test_a_cell_judged_by_its_own_model_is_marked_self_judged(tmp_path):
+    cfg = RunConfig(name="CoT@1__react-find", out_root=str(tmp_path), backend="scripted", dialect="toolllama",
+                    parser="react-find", groups=["G1_instruction"], tool_root="data/sample/toolenv/tools")
+    Runner(cfg, backend=ScriptedBackend(script=react_script), progress=False).run()
+    judge = AlternatingJudge()
+    judge.model = "scripted"  # the run's own model
+    result = evaluate_run(tmp_path / cfg.name, judge, evaluate_times=1, judge_self=True, progress=False,
+                          cache_path=str(tmp_path / "judge.jsonl"))
+    data = sweep_record([cell_record("CoT@1", "react-find", result.evaluation_id)], baseline=None)
+    (tmp_path / "sweep.json").write_text(json.dumps(data))
+    matrix = build_matrix(tmp_path)
+    texts = dict(zip(matrix.columns, row_texts(matrix, matrix.rows[0]), strict=True))
+    assert texts["judge"] == "judge-x (self-judged)" and "±" not in texts["SoPR"]  # one repeat: no ±
+    assert texts["comparable"].startswith("no: ") and "judge" in texts["comparable"]
 
 
 def test_the_files_are_written_with_a_title_notes_and_the_named_paired_column(sweep):
@@ -167,6 +187,7 @@ def test_the_files_are_written_with_a_title_notes_and_the_named_paired_column(sw
     assert rows[0][f"ΔSoPR vs {BASE}"] == "baseline" and rows[1]["shared_queries"] == "6"
     assert rows[3]["state"] == "failed" and DEAD in rows[3]["reason"] and rows[3]["sopr"] == ""
     assert rows[0]["judge_repeats"] == "2" and rows[0]["comparability"].startswith("not comparable with")
+    assert rows[0]["self_judged"] == "False"
     tex = (sweep / "matrix.tex").read_text(encoding="utf-8")
     assert r"\begin{tabular}" in tex and r"$\Delta$SoPR vs CoT@1\_\_react-find" in tex
 

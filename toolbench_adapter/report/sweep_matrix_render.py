@@ -44,6 +44,15 @@ class MatrixRow:
     scores: dict = field(default_factory=dict, repr=False)  # (group, query id) -> label points over the repeats
 
     @property
+    def self_judged(self) -> bool:
+        """The cell's own model judged it (a model axis with the judge among its values): marked on its row."""
+        return bool((self.judge_record or {}).get("self_judged"))
+
+    @property
+    def judge_text(self) -> str:
+        return self.judge + (" (self-judged)" if self.self_judged else "")
+
+    @property
     def comparability(self) -> str:
         return line(bool(self.comparable), self.reasons) if self.comparable is not None else ""
 
@@ -60,6 +69,10 @@ class Matrix:
     @property
     def delta_header(self) -> str | None:
         return f"ΔSoPR vs {self.baseline} (95% CI)" if self.baseline else None
+
+    @property
+    def columns(self) -> list[str]:
+        return header(self)
 
 
 def header(matrix: Matrix) -> list[str]:
@@ -99,7 +112,7 @@ def _int(value) -> str:
 def row_texts(matrix: Matrix, row: MatrixRow) -> list[str]:
     state = row.state if row.sopr is not None or not row.reason else f"{row.state}: {row.reason}"
     delta = [delta_text(row)] if matrix.delta_header else []
-    return [row.cell, *row.axes.values(), row.judge, state, *number_texts(row), *delta, comparable_text(row)]
+    return [row.cell, *row.axes.values(), row.judge_text, state, *number_texts(row), *delta, comparable_text(row)]
 
 
 def title(matrix: Matrix) -> str:
@@ -133,7 +146,7 @@ def to_csv(matrix: Matrix) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     delta = [f"ΔSoPR vs {matrix.baseline}", "ci95_low", "ci95_high", "shared_queries"] if matrix.baseline else []
-    writer.writerow(["cell", *matrix.axes, "judge", "evaluation", "state", "reason", "sopr", "sopr_std",
+    writer.writerow(["cell", *matrix.axes, "judge", "self_judged", "evaluation", "state", "reason", "sopr", "sopr_std",
                      "judge_repeats", "judged_queries", "valid_turns", "model_turns", "model_calls", "tokens",
                      "seconds", *delta, "comparable", "comparability"])
     for row in matrix.rows:
@@ -152,7 +165,8 @@ def to_csv(matrix: Matrix) -> str:
         else:
             paired = [row.paired_note, "", "", ""]
         figures = figures if s is not None else [""] * len(figures)
-        writer.writerow([row.cell, *row.axes.values(), row.judge, row.evaluation or "", row.state, row.reason,
+        writer.writerow([row.cell, *row.axes.values(), row.judge, row.self_judged, row.evaluation or "", row.state,
+                         row.reason,
                          *score, *figures, *paired, "" if row.comparable is None else row.comparable,
                          row.comparability])
     return buffer.getvalue()
