@@ -181,18 +181,25 @@ def load_variant(path: Path, judge_id: str | None = None) -> RunVariant:
         raise InputError(f"the run has no complete evaluation (judge labels without a failed judgement){failed}",
                          path=path / EVAL_DIR, fix=f"run `tba evaluate {path}` (again: failed judgements are redone, "
                          "cached verdicts kept; variants of one fan-out share the judge cache)")
-    scores: dict[QueryKey, float] = {}
-    for label_file in files:
-        labels = read_label_file(label_file)
-        for qid, repeats in labels.labels.items():
-            if repeats:
-                scores[(labels.group, str(qid))] = statistics.fmean(label.points for label in repeats.values())
+    scores = query_scores(files)
     dialect = manifest.get("dialect") or {}
     judge = chosen.data.get("judge") or {}
     return RunVariant(path, parser, dialect.get("default_parser"), scores, read_steps(path / STEPS),
                       model=manifest.get("model"), evaluation=chosen.id,
                       judge=judge_text(judge.get("model"), chosen.judge, chosen.self_judged),
                       comparability=run_line(manifest, judge), settings=settings_of(manifest))
+
+
+def query_scores(label_files: list[Path]) -> dict[QueryKey, float]:
+    """(group, query id) -> its label points averaged over the judge repeats, from one evaluation's JSON label
+    files (what every paired comparison pairs: here, compare-runs and the sweep matrix)."""
+    scores: dict[QueryKey, float] = {}
+    for label_file in label_files:
+        labels = read_label_file(label_file)
+        for qid, repeats in labels.labels.items():
+            if repeats:
+                scores[(labels.group, str(qid))] = statistics.fmean(label.points for label in repeats.values())
+    return scores
 
 
 def read_steps(path: Path) -> dict[QueryKey, list[dict]]:

@@ -1,6 +1,8 @@
 """``tba report --index DIR``: the front page of a sweep. Every run folder under DIR (a folder holding a
 ``manifest.json``) gets its own report page (``RUN/report.html``) and one line on the index: run, model,
-method, dialect / parser, date, headline scores with n of N, valid answers, infrastructure failures.
+method, dialect / parser, date, headline scores with n of N, valid answers, infrastructure failures. When DIR
+holds a ``sweep.json`` (`tba sweep`), the page starts with the sweep's matrix (sweep_matrix.py), each cell's name
+a link to its run page.
 
 The index is static HTML (no script): it is a list of links and numbers, nothing to filter.
 """
@@ -12,6 +14,7 @@ import html
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
 
 import toolbench_adapter
 
@@ -21,6 +24,8 @@ from ..evaluation.storage import write_text_atomic
 from .headline import facts, headline
 from .html import _asset, render_page
 from .run_data import MANIFEST, load_run
+from .sweep_matrix import SWEEP_FILE, Matrix, build_matrix
+from .sweep_matrix_render import to_html
 
 RUN_PAGE = "report.html"
 MAX_DEPTH = 4  # sweeps nest runs a few folders down (results/runs/{sweep}/{model}/{run})
@@ -58,6 +63,7 @@ def write_index(root: str | Path, out: str | Path | None = None, parser: str | N
     if not root.is_dir():
         raise InputError("folder not found", path=root, field="--index", fix="pass a folder that holds run folders, e.g. results/runs (`tba run` writes them "
                          "there; or run `make eval` first)")
+    matrix = build_matrix(root) if (root / SWEEP_FILE).is_file() else None  # a bad sweep.json: exit 2 first
     runs = find_runs(root)
     if not runs:
         raise InputError("no run folder (with a manifest.json) under this folder", path=root, field="--index",
@@ -77,12 +83,23 @@ def write_index(root: str | Path, out: str | Path | None = None, parser: str | N
     if not any(entry.page for entry in entries):
         raise InputError(f"no run under this folder could be read ({entries[0].problem})", path=root,
                          field="--index", fix="check the run folders listed, or point --index at another folder")
-    write_text_atomic(out, render_index(entries, out.parent, title=f"tba report: runs under {root}"))
+    title = f"tba report: sweep {matrix.name} ({root})" if matrix else f"tba report: runs under {root}"
+    write_text_atomic(out, render_index(entries, out.parent, title=title, matrix=matrix))
     os.chmod(out, 0o644)
     return out, entries
 
 
-def render_index(entries: list[IndexEntry], base: Path, title: str) -> str:
+def matrix_html(matrix: Matrix | None, entries: list[IndexEntry], base: Path) -> str:
+    """The sweep's matrix, each cell's name linking to the page written for its run folder."""
+    if matrix is None:
+        return ""
+    pages = {entry.path.resolve(): entry.page for entry in entries if entry.page}
+    links = {row.cell: quote(os.path.relpath(pages[row.run_dir.resolve()], base).replace(os.sep, "/"))
+             for row in matrix.rows if row.run_dir is not None and row.run_dir.resolve() in pages}
+    return to_html(matrix, links) + "\n<h2>Run folders</h2>\n"
+
+
+def render_index(entries: list[IndexEntry], base: Path, title: str, matrix: Matrix | None = None) -> str:
     head = ["run", "model", "method", "dialect / parser", "date", "SoPR upstream", "SoPR strict",
             "valid", "infrastructure failures", "queries", "StableToolBench leaderboard"]
     rows = []
@@ -104,7 +121,8 @@ def render_index(entries: list[IndexEntry], base: Path, title: str) -> str:
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     table = ('<table class="queries index"><tr>' + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>"
              + "\n".join(rows) + "</table>")
-    return INDEX_TEMPLATE.format(title=html.escape(title), css=_asset("report.css"), count=len(entries), table=table,
+    return INDEX_TEMPLATE.format(title=html.escape(title), css=_asset("report.css"), count=len(entries),
+                                 table=matrix_html(matrix, entries, base) + table,
                                  meta=html.escape(f"Generated {stamp} by toolbench-adapter "
                                                   f"{toolbench_adapter.__version__}"))
 

@@ -29,6 +29,8 @@ that one run lacks are counted apart ("missing from a run"), not as differing ou
 
 With --index DIR (no RUN_DIR): the front page of a sweep. Every run folder under DIR gets its page
 (RUN/report.html) and one line on DIR/index.html (or --out): model, method, date, headline scores, a link.
+A sweep's folder (OUT/NAME with the sweep.json `tba sweep` writes): the page starts with the sweep's matrix
+(one row per cell and judge, as OUT/NAME/matrix.md), each cell's name a link to its run page.
 
 RUN_DIR is a folder written by `tba run` (evaluated or not), or any folder of upstream answer files
 {group}/{qid}_{method}.json (then pass --parser to re-parse raw text outputs)."""

@@ -1,0 +1,220 @@
+"""The sweep matrix: OUT/NAME/sweep.json (`tba sweep`) and its cells' run folders -> one row per cell and judge.
+
+A row: the cell's axis values, the judge, the cell's state (a failed, pending or unjudged cell keeps its row, with
+its reason and no numbers), SoPR as the leaderboard prints it (the evaluation's upstream score rows: mean ± std over
+the judge repeats; several groups: the leaderboard's Average), the valid turns, model calls, tokens and seconds of
+the run's manifest, against the baseline cell (same judge) the paired difference on the queries both have with its
+95% interval (paired bootstrap, seeded: the files are the same each time), and the cell's comparability on that
+judge. ``write_matrix``: OUT/NAME/matrix.csv, .md, .tex (their text: sweep_matrix_render.py); nothing is written
+into the run folders.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import InputError
+from ..evaluation.comparability import SETUP_FIELD, assess
+from ..evaluation.evaluations import choose_evaluation
+from ..evaluation.judge_cards import citation
+from ..evaluation.paired import RESAMPLES, SEED, paired_bootstrap
+from ..evaluation.results import is_score_file, read_score_file, rows_from_label_file
+from ..evaluation.scores import UPSTREAM, Score
+from ..fileio import read_json, write_text_atomic
+from ..runfolder import MANIFEST
+from .parser_runs import query_scores
+from .sweep_matrix_render import Matrix, MatrixRow, to_csv, to_latex, to_markdown
+from .tables import BoardRow
+
+SWEEP_FILE = "sweep.json"
+FORMAT = "tba-sweep/1"
+DONE = "done"
+STATES = (DONE, "failed", "pending", "running")
+NOT_JUDGED, JUDGING_FAILED, UNREADABLE = "not judged", "judging failed", "unreadable"
+NO_JUDGE = "no judge"  # a sweep without judges: every cell still gets its row, not judged
+SWEEP_FIX = "pass the folder `tba sweep SPEC.yaml` wrote (OUT/NAME, default results/sweeps/NAME); run the spec " \
+            "again to rewrite its sweep.json (finished cells are kept)"
+
+
+# ---------------------------------------------------------------- reading sweep.json
+
+def _require(ok: bool, path: Path, field_name: str | None, problem: str, fix: str = SWEEP_FIX) -> None:
+    if not ok:
+        raise InputError(problem, path=path, field=field_name, fix=fix)
+
+
+def _text(value) -> bool:
+    return isinstance(value, str) and bool(value)
+
+
+def read_sweep(sweep_dir: str | Path) -> dict:
+    """OUT/NAME/sweep.json, checked: exit 2 naming the file, the field and the fix when it is missing or malformed."""
+    path = Path(sweep_dir) / SWEEP_FILE
+    if not path.is_file():
+        raise InputError("no sweep.json here: not a sweep folder", path=path, fix=SWEEP_FIX)
+    try:
+        data = read_json(path, "sweep record")
+    except InputError as exc:
+        raise InputError(exc.problem, path=path, fix=SWEEP_FIX) from None
+    _require(isinstance(data, dict), path, None, "not a JSON object")
+    _require(data.get("format") == FORMAT, path, "format", f"is {data.get('format')!r}, not {FORMAT!r}")
+    _require(_text(data.get("name")), path, "name", "missing or not a name")
+    axes = data.get("axes")
+    _require(isinstance(axes, list) and bool(axes) and all(map(_text, axes)), path, "axes",
+             "must be the list of axis names, in the spec's order")
+    judges = data.get("judges")
+    _require(isinstance(judges, list) and all(isinstance(j, dict) and _text(j.get("label")) for j in judges),
+             path, "judges", "must be a list of {label, settings}")
+    labels = [j["label"] for j in judges]
+    _require(len(set(labels)) == len(labels), path, "judges", f"two judges share a label ({', '.join(labels)})")
+    cells = data.get("cells")
+    _require(isinstance(cells, list) and bool(cells), path, "cells", "must be a non-empty list of cells")
+    for index, cell in enumerate(cells):
+        where = f"cells[{index}]"
+        _require(isinstance(cell, dict), path, where, "not an object")
+        _require(_text(cell.get("name")), path, f"{where}.name", "missing")
+        _require(isinstance(cell.get("axes"), dict) and all(a in cell["axes"] for a in axes), path, f"{where}.axes",
+                 f"must give a value for every axis ({', '.join(axes)})")
+        _require(_text(cell.get("run_dir")), path, f"{where}.run_dir",
+                 "missing (the run folder, relative to the sweep)")
+        _require(cell.get("state") in STATES, path, f"{where}.state",
+                 f"is {cell.get('state')!r}, not one of {', '.join(STATES)}")
+        evaluations = cell.get("evaluations") or {}
+        _require(isinstance(evaluations, dict) and all(v is None or _text(v) for v in evaluations.values()), path,
+                 f"{where}.evaluations", "must map judge labels to evaluation ids (or null)")
+    names = [cell["name"] for cell in cells]
+    _require(len(set(names)) == len(names), path, "cells", "two cells share a name")
+    baseline = data.get("baseline")
+    _require(baseline is None or baseline in names, path, "baseline",
+             f"{baseline!r} names no cell (cells: {', '.join(names)})")
+    return data
+
+
+# ---------------------------------------------------------------- one row
+
+def _value(value) -> str:
+    return value if isinstance(value, str) else str(value)
+
+
+def _cell_reason(cell: dict) -> str:
+    reason = str(cell.get("reason") or "")
+    redo = cell.get("redo")
+    return f"{reason}{'; ' if reason else ''}redo: {redo}" if redo else reason
+
+
+def _sopr(chosen) -> Score | None:
+    """The run's SoPR as its leaderboard prints it: upstream mode, one group's score or the groups' Average."""
+    paths = [p for p in chosen.score_files() if is_score_file(p)]
+    rows = ([r for p in paths for r in read_score_file(p)] if paths else  # a failed one wrote no score file
+            [r for p in chosen.label_files() if p.suffix == ".json" for r in rows_from_label_file(p)])
+    cells = {r.group: r.score for r in rows if r.score.metric == "SoPR" and r.score.mode == UPSTREAM}
+    return BoardRow("cell", cells).average
+
+
+def _judged_row(row: MatrixRow, evaluation_id: str, cell: dict) -> None:
+    """Fill a done cell's row from its run folder and that judge's evaluation."""
+    manifest = read_json(row.run_dir / MANIFEST, "run manifest")
+    chosen, _ = choose_evaluation(row.run_dir, evaluation_id)
+    row.evaluation, row.judge_record = chosen.id, chosen.data.get("judge")
+    if not chosen.complete:
+        row.state = JUDGING_FAILED
+        redo = chosen.data.get("command") or cell.get("redo")
+        row.reason = chosen.summary() + (f"; redo: {redo}" if redo else "")
+        return
+    row.sopr = _sopr(chosen)
+    row.scores = query_scores([f for f in chosen.label_files() if f.suffix == ".json"])
+    totals = manifest.get("totals") or {}
+    row.valid_turns, row.model_turns = totals.get("valid_turns"), totals.get("model_turns")
+    row.model_calls, row.tokens = totals.get("model_calls"), totals.get("total_tokens")
+    seconds = [s.get("seconds") for s in manifest.get("sessions") or [] if isinstance(s.get("seconds"), int | float)]
+    row.seconds = sum(seconds) if seconds else None
+    row.comparable, row.reasons = assess(manifest.get(SETUP_FIELD), row.judge_record)
+
+
+def build_row(sweep_dir: Path, cell: dict, judge: str, axes: list[str]) -> MatrixRow:
+    row = MatrixRow(cell["name"], {a: _value(cell["axes"][a]) for a in axes}, judge, cell["state"],
+                    run_dir=sweep_dir / cell["run_dir"])
+    if row.state != DONE:
+        row.reason = _cell_reason(cell) or f"the cell is {row.state}"
+        return row
+    evaluation_id = (cell.get("evaluations") or {}).get(judge)
+    if not evaluation_id:
+        row.state, row.reason = NOT_JUDGED, f"no evaluation by {judge} recorded in sweep.json"
+        return row
+    try:
+        _judged_row(row, evaluation_id, cell)
+    except InputError as exc:  # listed with why, never dropped: the other rows still stand
+        row.state, row.reason, row.sopr, row.scores = UNREADABLE, str(exc).replace("\n", " "), None, {}
+    return row
+
+
+# ---------------------------------------------------------------- pairing and the matrix
+
+def pair(rows: list[MatrixRow], baseline: str) -> None:
+    """Each row against the baseline row of its judge: the paired difference on the queries both have."""
+    base = next(r for r in rows if r.cell == baseline)
+    base.baseline = True
+    for row in rows:
+        if row is base or not row.scores:
+            continue
+        if not base.scores:
+            row.paired_note = f"baseline {base.state}"
+            continue
+        shared = sorted(set(base.scores) & set(row.scores))
+        if not shared:
+            row.paired_note = "no query in common"
+            continue
+        row.paired = paired_bootstrap([base.scores[q] for q in shared], [row.scores[q] for q in shared],
+                                      seed=SEED, resamples=RESAMPLES)
+
+
+def notes_of(data: dict, rows: list[MatrixRow], delta: str | None) -> list[str]:
+    """What the columns mean, which judge each label stands for (with its audit) and the rows without numbers."""
+    notes = [f"{len(data['cells'])} cells × {len(data['judges'])} judge(s); spec {data.get('spec_file') or '?'} "
+             f"(sha256 {str(data.get('spec_sha256') or '?')[:12]})"]
+    for judge in (j["label"] for j in data["judges"]):
+        record = next((r.judge_record for r in rows if r.judge == judge and r.judge_record), None)
+        notes.append(f"judge {judge}: " + (f"{record.get('label') or record.get('name')}; {citation(record)}"
+                                           if record else "no cell judged by it"))
+    notes.append("SoPR: upstream (Solved 1, Unsure 0.5, over the judged queries), mean ± population std over the "
+                 "judge repeats (one repeat: no ±); several groups: the leaderboard's Average (mean of the group "
+                 "means ± mean of the group stds); n: the queries with a verdict")
+    notes.append("valid turns: model turns (re-asks included) whose calls all name a listed function with arguments "
+                 "its schema accepts; model calls, tokens: the run manifest's totals; seconds: its sessions' wall "
+                 "time summed")
+    if delta:
+        notes.append(f"{delta}: label points per query (mean over the repeats) minus the baseline's, averaged over "
+                     f"the n shared queries both cells have, in points; 95% CI: paired bootstrap over those queries "
+                     f"({RESAMPLES} resamples, seed {SEED}); queries are pooled across groups, so it can differ from "
+                     "the difference of the SoPR column")
+    notes.append("comparable: the cell's setup and judge against the StableToolBench leaderboard's (comparability.py); "
+                 "matrix.csv has each row's full line")
+    empty = [r for r in rows if r.sopr is None]
+    if empty:
+        notes.append(f"{len(empty)} row(s) without numbers: " + "; ".join(
+            f"{r.cell} ({r.judge}) {r.state}: {r.reason}" for r in empty))
+    return notes
+
+
+def build_matrix(sweep_dir: str | Path) -> Matrix:
+    sweep_dir = Path(sweep_dir)
+    data = read_sweep(sweep_dir)
+    rows = []
+    # judge by judge: a difference pairs rows of one judge
+    for judge in [j["label"] for j in data["judges"]] or [NO_JUDGE]:
+        judged = [build_row(sweep_dir, cell, judge, data["axes"]) for cell in data["cells"]]
+        if data.get("baseline"):
+            pair(judged, data["baseline"])
+        rows += judged
+    matrix = Matrix(data["name"], list(data["axes"]), data.get("baseline"), rows, [], sweep_dir)
+    matrix.notes = notes_of(data, rows, matrix.delta_header)
+    return matrix
+
+
+def write_matrix(matrix: Matrix, sweep_dir: str | Path) -> list[Path]:
+    """OUT/NAME/matrix.csv, matrix.md, matrix.tex (each written atomically)."""
+    out = Path(sweep_dir)
+    written = []
+    for name, render in (("matrix.csv", to_csv), ("matrix.md", to_markdown), ("matrix.tex", to_latex)):
+        written.append(write_text_atomic(out / name, render(matrix)))
+    return written
