@@ -5,6 +5,7 @@ The issue's own spec runs as written (the scripted agent, one judge endpoint: a 
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -77,6 +78,14 @@ def test_the_issues_spec_runs_judges_every_cell_and_a_rerun_rewrites_nothing(tmp
     shared = state["sessions"][-1]["shared_calls"]
     assert sorted(len(g["cells"]) for g in shared) == [2, 2] and all(g["memo_hits"] > 0 for g in shared)
     assert "differ only in the parser" in printed
+    with open(folder / "matrix.csv", encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [row["cell"] for row in rows] == CELLS and {row["judge"] for row in rows} == {"judge-x"}
+    paired = "ΔSoPR vs CoT@1__react-find"
+    assert rows[0][paired] == "baseline" and all(row[paired] == "0.00" and row["shared_queries"] == "1"
+                                                  for row in rows[1:])
+    assert all(row["sopr"] == "100.00" and row["model_calls"] == "2" for row in rows)
+    assert (folder / "matrix.md").is_file() and (folder / "matrix.tex").is_file()
     before = files_of(folder)
     assert sweep(spec, out) == 0
     assert "4 done (0 ran now, 4 done before)" in capsys.readouterr().out

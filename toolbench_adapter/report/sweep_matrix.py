@@ -212,9 +212,15 @@ def build_matrix(sweep_dir: str | Path) -> Matrix:
 
 
 def write_matrix(matrix: Matrix, sweep_dir: str | Path) -> list[Path]:
-    """OUT/NAME/matrix.csv, matrix.md, matrix.tex (each written atomically)."""
+    """OUT/NAME/matrix.csv, matrix.md, matrix.tex (each written atomically; one that would not change is left as it
+    is: a resumed sweep with nothing to do rewrites nothing)."""
     out = Path(sweep_dir)
     written = []
     for name, render in (("matrix.csv", to_csv), ("matrix.md", to_markdown), ("matrix.tex", to_latex)):
-        written.append(write_text_atomic(out / name, render(matrix)))
+        text, path = render(matrix), out / name
+        try:
+            unchanged = path.read_text(encoding="utf-8") == text
+        except (OSError, UnicodeDecodeError):
+            unchanged = False
+        written.append(path if unchanged else write_text_atomic(path, text))
     return written
