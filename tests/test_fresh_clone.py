@@ -40,9 +40,10 @@ EXCLUDED = {
     "vllm": "installs vLLM (3.4 GB) with pip: needs a network once",
     "e2e": "needs vLLM (make vllm) or a running engine (BASE_URL=... MODEL=...); tests/test_e2e_vllm.py runs it",
     "bench-engine": "needs vLLM (make vllm); minutes of engine start-up and load",
-    "compare-structured": "eight runs of the local model with --constrain schema, which the scripted backend cannot "
-                          "take (about an hour on 2 cores); tests/test_structured_compare.py and "
-                          "tests/test_structured_runs.py cover the comparison and the flags",
+    "compare-structured": "a sweep of eight cells of the local model, four with --constrain schema, which the scripted "
+                          "backend cannot take (about an hour on 2 cores); tests/test_sweep_specs.py runs its spec on "
+                          "the scripted agent, tests/test_structured_compare.py and tests/test_structured_runs.py "
+                          "cover the comparison and the flags",
     "e2e-light": "minutes of local-model generation and judging on 2 cores; tests/test_e2e_light.py runs the "
                  "same orchestrator with a smaller budget",
 }
@@ -215,21 +216,38 @@ def check_report_before_eval(clone, env, standin):
 
 
 def check_compare_parsers_live(clone, env, standin):
-    """The fan-out with a served model (the stand-in on loopback answering ReAct text) instead of the local one;
-    the stand-in is the judge too, so it judges itself: JUDGE=self (without it make stops, tests/test_self_judge.py)."""
+    """The parser sweep (runners/sweeps/compare-parsers-live.yaml) with a served model (the stand-in on loopback
+    answering ReAct text) instead of the local one; the stand-in is the judge too, so it judges itself: JUDGE=self
+    (without it make stops, tests/test_self_judge.py)."""
     out = ok(make(clone, env, "compare-parsers-live", "BACKEND=openai-completions", f"BASE_URL={standin.url}",
                   f"MODEL={standin.model}", "JUDGE=self", "EVAL_TIMES=1"))
     assert re.search(r"react-robust[^\n]*100\.0%", out), out[-2000:]
     assert (clone / "results" / "parser_comparison_live" / "summary.md").is_file()
-    # only the comparison: each evaluation's leaderboards, taxonomy and file list went to its log (issue 29 item 6)
+    # the sweep's matrix and the comparison, not each evaluation's leaderboards and file lists (issue 29 item 6)
     assert "react-robust vs react-find: trajectories differ on" in out, out[-2000:]
-    evaluate_output = ("**SoPR (upstream)", "**SoPR (strict)", "| Method | I1 Inst", "**Error taxonomy of",
-                       "\nevaluation: ", "\nwritten: ")
-    for marker in evaluate_output:
+    assert "ΔSoPR vs react-find (95% CI)" in out, out[-2000:]
+    for marker in ("**SoPR (upstream)", "**SoPR (strict)", "| Method | I1 Inst", "**Error taxonomy of",
+                   "\nevaluation: ", "\nwritten: "):
         assert marker not in out, f"{marker!r} printed by make compare-parsers-live:\n{out[-3000:]}"
-    for parser in ("react-find", "react-robust"):
-        log = (clone / "results" / "runs" / "parsers-live" / f"evaluate-{parser}.log").read_text(encoding="utf-8")
-        assert all(marker in log for marker in evaluate_output), log[-2000:]
+    state = json.loads((clone / "results" / "sweeps" / "parsers-live" / "sweep.json").read_text(encoding="utf-8"))
+    assert [(c["name"], c["state"]) for c in state["cells"]] == [("react-find", "done"), ("react-robust", "done")]
+    for cell in state["cells"]:  # each cell judged by the one judge, its leaderboards in its own run folder
+        [evaluation] = cell["evaluations"].values()
+        tables = clone / "results" / "sweeps" / "parsers-live" / cell["name"] / "tables" / evaluation
+        assert (tables / "leaderboard_sopr_upstream.md").is_file()
+
+
+def check_sweep(clone, env, standin):
+    """The shipped demo spec (runners/sweeps/demo.yaml: the scripted agent, 2 methods x 2 parsers): its plan with the
+    default judge, then run with the stand-in judging (SWEEP_ARGS), twice: the second run has nothing to do."""
+    planned = ok(make(clone, env, "sweep", "SWEEP_ARGS=--dry-run"))
+    assert "4 cells (method 2 x parser 2)" in planned and "judge smollm2-135m" in planned, planned[-2000:]
+    judge = f"--judge-url {standin.url} --judge-model {standin.model} --evaluate-times 1"
+    out = ok(make(clone, env, "sweep", f"SWEEP_ARGS={judge} --name demo-standin --quiet"))
+    assert "4 cells: 4 done (4 ran now, 0 done before), 0 failed" in out, out[-2000:]
+    assert (clone / "results" / "sweeps" / "demo-standin" / "matrix.md").is_file()
+    again = ok(make(clone, env, "sweep", f"SWEEP_ARGS={judge} --name demo-standin --quiet"))
+    assert "4 done (0 ran now, 4 done before)" in again, again[-2000:]
 
 
 def check_serve(clone, env, standin):
@@ -333,7 +351,7 @@ CASES = {
     "bench-parsers-adversarial": check_bench_parsers_adversarial, "eval": check_eval,
     "compare-parsers (after eval)": check_compare_parsers_after_eval, "report": check_report,
     "report (before eval)": check_report_before_eval,
-    "compare-parsers-live": check_compare_parsers_live, "serve": check_serve, "bench-runner": check_bench_runner,
+    "compare-parsers-live": check_compare_parsers_live, "sweep": check_sweep, "serve": check_serve, "bench-runner": check_bench_runner,
     "bench-http": check_bench_http, "bench-server": check_bench_server, "profile-server": check_profile_server, "profile-runner": check_profile_runner, "bench-fanout": check_bench_fanout, "model": check_model,
     "bench-hf": check_bench_hf, "bench-report": check_bench_report, "data": check_data, "doctor": check_doctor,
     "bench-published": check_bench_published,

@@ -27,8 +27,8 @@ from typing import Any
 import yaml
 
 from toolbench_adapter.errors import InputError
-from toolbench_adapter.registry import UnknownNameError
 from toolbench_adapter.query_identity import canonical_sha256
+from toolbench_adapter.registry import UnknownNameError
 
 from ..config.run_config import load_yaml, settings_problems
 
