@@ -55,7 +55,8 @@ def fixed_capacity_endpoint(model: str, capacity: int, delay_s: float, tool_turn
     slots = threading.Semaphore(capacity)
     lock = threading.Lock()
     # first: time.monotonic() of the first slot taken since the last GET /stats; last: of the last slot freed
-    stats = {"calls": 0, "busy_s": 0.0, "first": None, "last": None}
+    # present / peak: requests inside the server (waiting for a slot or served) now and at most since the last GET
+    stats = {"calls": 0, "busy_s": 0.0, "first": None, "last": None, "present": 0, "peak": 0}
 
     class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -72,18 +73,22 @@ def fixed_capacity_endpoint(model: str, capacity: int, delay_s: float, tool_turn
         def do_GET(self):  # noqa: N802 (http.server API)
             if self.path.endswith("/stats"):
                 with lock:
-                    answer, stats["first"] = dict(stats), None
+                    answer, stats["first"], stats["peak"] = dict(stats), None, stats["present"]
                 return self._send(answer)
             self._send({"object": "list", "data": [{"id": model, "object": "model", "owned_by": "bench"}]})
 
         def do_POST(self):  # noqa: N802 (http.server API)
             body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
+            with lock:
+                stats["present"] += 1
+                stats["peak"] = max(stats["peak"], stats["present"])
             with slots:
                 started = time.monotonic()
                 time.sleep(delay_s)
                 held = time.monotonic() - started
             with lock:
                 stats["calls"] += 1
+                stats["present"] -= 1
                 stats["busy_s"] += held
                 stats["first"] = stats["first"] or started
                 stats["last"] = started + held
@@ -198,7 +203,7 @@ def measured(urls: list[str], phase) -> dict:
     after = [endpoint_stats(url) for url in urls]
     first, last = min(a["first"] for a in after), max(a["last"] for a in after)
     return {"wall": ended - started, "start_up": first - started, "wind_down": ended - last,
-            "endpoints": [{"calls": a["calls"] - b["calls"], "busy_s": a["busy_s"] - b["busy_s"]}
+            "endpoints": [{"calls": a["calls"] - b["calls"], "busy_s": a["busy_s"] - b["busy_s"], "peak": a["peak"]}
                           for a, b in zip(after, before, strict=True)]}
 
 
@@ -215,7 +220,8 @@ def report(label: str, phase: dict, args) -> tuple[float, float]:
     each = ", ".join(f"{e['busy_s'] / (args.capacity * wall):.0%}" for e in per_endpoint)
     print(f"{label:<22} wall {wall:6.2f} s  capacity bound {bound:5.2f} s{uneven} ({wall / bound:.2f}x)  model calls {calls:>4}"
           f"  utilisation {utilisation:.0%} (per endpoint {each}; start-up {phase['start_up']:.2f} s, "
-          f"wind-down {phase['wind_down']:.2f} s)", flush=True)
+          f"wind-down {phase['wind_down']:.2f} s; at most {max(e['peak'] for e in per_endpoint)} requests at an "
+          f"endpoint at once)", flush=True)
     return utilisation, wall / bound
 
 
