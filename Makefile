@@ -199,6 +199,10 @@ sweep: install  ## run the sweep $(SPEC): every cell run together, judged, one m
 bench-fanout: install  ## parser fan-out vs N separate runs (N = 2, 3, 4): model calls and wall time
 	$(BIN)/python benchmarks/bench_fanout.py $(BENCH_ARGS)
 
+.PHONY: bench-sweep
+bench-sweep: install  ## 8 runs at once on 2 model endpoints (4 slots x 50 ms each, caps shared): utilisation and wall vs the capacity bound, and vs one after another
+	$(BIN)/python benchmarks/bench_sweep.py $(BENCH_ARGS)
+
 .PHONY: bench-parsers
 bench-parsers: install  ## µs per parse for each parser variant on $(PARSER_CORPUS), react-robust/react-find ratio
 	$(BIN)/python benchmarks/bench_parsers.py --corpus $(PARSER_CORPUS) $(BENCH_ARGS)

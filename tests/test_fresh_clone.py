@@ -300,6 +300,11 @@ def check_bench_fanout(clone, env, standin):
     assert re.search(r"^ 2\s+react-find", out, re.M), out
 
 
+def check_bench_sweep(clone, env, standin):
+    out = ok(make(clone, env, "bench-sweep", "BENCH_ARGS=--tool-turns 1 --model-delay-ms 5 --no-sequential"))
+    assert re.search(r"model calls\s+96\s+utilisation \d+%", out) and "goal (sweep)" in out, out
+
+
 def check_model(clone, env, standin):
     ok(make(clone, env, "model", timeout=600))
     assert Path(env["TBA_MODEL_CACHE"]).is_dir()
@@ -351,8 +356,10 @@ CASES = {
     "bench-parsers-adversarial": check_bench_parsers_adversarial, "eval": check_eval,
     "compare-parsers (after eval)": check_compare_parsers_after_eval, "report": check_report,
     "report (before eval)": check_report_before_eval,
-    "compare-parsers-live": check_compare_parsers_live, "sweep": check_sweep, "serve": check_serve, "bench-runner": check_bench_runner,
-    "bench-http": check_bench_http, "bench-server": check_bench_server, "profile-server": check_profile_server, "profile-runner": check_profile_runner, "bench-fanout": check_bench_fanout, "model": check_model,
+    "compare-parsers-live": check_compare_parsers_live, "sweep": check_sweep, "serve": check_serve,
+    "bench-runner": check_bench_runner, "bench-http": check_bench_http, "bench-server": check_bench_server,
+    "profile-server": check_profile_server, "profile-runner": check_profile_runner, "bench-fanout": check_bench_fanout,
+    "bench-sweep": check_bench_sweep, "model": check_model,
     "bench-hf": check_bench_hf, "bench-report": check_bench_report, "data": check_data, "doctor": check_doctor,
     "bench-published": check_bench_published,
     "clean": check_clean,

@@ -1,13 +1,111 @@
-# TEMPORARY STUB (lead): replaced by the caps branch
+"""Per-endpoint caps on requests in flight, shared by every HttpTransport of the process.
+
+Several runs at once (a sweep's cells) each build their own transports to the same model or judge endpoint;
+a cap set here for the endpoint's URL is the one every one of them holds around an attempt
+(transport.HttpTransport.post_json), so the endpoint never sees more than ``max_in_flight`` requests from
+this process however many runs share it. Without a cap (an ordinary run) nothing changes: ``cap_for`` is a
+dict lookup that answers None.
+
+Each cap also keeps busy-slot accounting: the integral of slots held over time since it was set (or
+reset), so ``utilisation`` says how much of the capacity the process kept busy.
+"""
+
+from __future__ import annotations
+
 import threading
+import time
+from collections.abc import Callable
+from typing import NamedTuple
+
+
+class Mark(NamedTuple):
+    """A point of a cap's accounting: the clock's time and the busy slot-seconds up to it."""
+
+    at: float
+    busy_s: float
+
+
 class Cap:
-    def __init__(self, url, n, rate_per_s=None):
-        self.url, self.max_in_flight = url, n
-        self.sem = threading.Semaphore(n)
-    def __enter__(self): self.sem.acquire(); return self
-    def __exit__(self, *a): self.sem.release()
-_CAPS = {}
-def set_cap(url, n, rate_per_s=None):
-    _CAPS[url.rstrip("/")] = c = Cap(url, n, rate_per_s); return c
-def cap_for(url): return _CAPS.get(url.rstrip("/"))
-def clear_cap(url): _CAPS.pop(url.rstrip("/"), None)
+    """At most ``max_in_flight`` holders at once. ``with cap as waited:`` takes a slot (waiting for one when all
+    are held; ``waited`` is the seconds that took) and gives it back at the end. Thread-safe."""
+
+    def __init__(self, max_in_flight: int, *, clock: Callable[[], float] = time.monotonic):
+        if int(max_in_flight) < 1:
+            raise ValueError(f"max_in_flight must be at least 1, not {max_in_flight}")
+        self.max_in_flight = int(max_in_flight)
+        self._slots = threading.Semaphore(self.max_in_flight)
+        self._clock = clock
+        self._lock = threading.Lock()
+        self.in_flight = 0
+        self.reset()
+
+    def reset(self) -> None:
+        """Start the accounting afresh (slots held now stay held, and count from now on)."""
+        with self._lock:
+            self._start = self._last = self._clock()
+            self._busy = 0.0  # slot-seconds from _start to _last
+            self.requests = 0
+            self.peak = self.in_flight
+            self.waited_s = 0.0  # the holders' total wait for a slot
+
+    def _advance(self, now: float) -> None:  # under _lock: the integral up to now
+        self._busy += self.in_flight * (now - self._last)
+        self._last = now
+
+    def __enter__(self) -> float:
+        asked = self._clock()
+        self._slots.acquire()
+        with self._lock:
+            now = self._clock()
+            self._advance(now)
+            self.in_flight += 1
+            self.requests += 1
+            self.peak = max(self.peak, self.in_flight)
+            self.waited_s += now - asked
+        return now - asked
+
+    def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            self._advance(self._clock())
+            self.in_flight -= 1
+        self._slots.release()
+
+    def mark(self) -> Mark:
+        """Now, and the busy slot-seconds so far (slots still held counted up to now)."""
+        with self._lock:
+            self._advance(self._clock())
+            return Mark(self._last, self._busy)
+
+    def utilisation(self, since: Mark | None = None, until: Mark | None = None) -> float:
+        """Busy slot-seconds over available (max_in_flight x seconds) between two marks; ``since`` defaults to
+        the cap's start (set or reset), ``until`` to now. Marks rather than times: no history is kept."""
+        since = since or Mark(self._start, 0.0)
+        until = until or self.mark()
+        seconds = until.at - since.at
+        return (until.busy_s - since.busy_s) / (self.max_in_flight * seconds) if seconds > 0 else 0.0
+
+
+_CAPS: dict[str, Cap] = {}
+_LOCK = threading.Lock()
+
+
+def _key(url: str) -> str:
+    return url.rstrip("/")
+
+
+def set_cap(url: str, max_in_flight: int, *, clock: Callable[[], float] = time.monotonic) -> Cap:
+    """The cap of ``url`` from now on (a new one, replacing any before it): set it before requests go there."""
+    cap = Cap(max_in_flight, clock=clock)
+    with _LOCK:
+        _CAPS[_key(url)] = cap
+    return cap
+
+
+def cap_for(url: str) -> Cap | None:
+    """The cap of ``url`` ('/' at the end or not), or None when none is set (an ordinary run)."""
+    return _CAPS.get(_key(url)) if _CAPS else None
+
+
+def clear_caps() -> None:
+    with _LOCK:
+        _CAPS.clear()

@@ -4,7 +4,8 @@ The tool-server client (server/client.py), the model endpoint (runners/models/op
 judge client (evaluation/chat.py) all go through ``HttpTransport.post_json``, so one fault has one name
 (``FaultKind``) and one retry policy everywhere. ``post_json`` never raises for a transport or HTTP
 fault: it returns an ``HttpResult`` (attempts, the last fault, HTTP status, latency, rate-limit wait)
-and each client turns that into its own answer (a ServerReply, an EndpointError, a ChatError).
+and each client turns that into its own answer (a ServerReply, an EndpointError, a ChatError). Where a cap on
+requests in flight is set for a URL (inflight.py: a sweep's shared endpoints), every attempt holds a slot of it.
 
 Every request goes to an ``EndpointPool`` (one URL or several for one role): the endpoint with the fewest
 requests in flight; one that fails at the transport level (timeout, connection error, cut body) is cooled
@@ -26,6 +27,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC
 from email.utils import parsedate_to_datetime
@@ -37,6 +39,7 @@ from tenacity import Retrying, retry_if_exception
 from urllib3.exceptions import ReadTimeoutError
 
 from .http_session import EnvCachedSession
+from .inflight import cap_for
 from .lean_http import LeanClient, LeanResponse
 
 
@@ -134,8 +137,10 @@ class HttpResult:
     text: str  # the body as text, cut to a few hundred characters (for messages), "" without a reply
     headers: Mapping[str, str]
     attempts: int
-    latency_s: float  # the whole call: attempts, backoff and rate-limit waits
-    waited_s: float  # time spent waiting for the rate limiter
+    latency_s: float  # the whole call: attempts, backoff, rate-limit waits and waits for a slot
+    # time spent waiting for the rate limiter and for a slot of the URL's in-flight cap (inflight.py): not the
+    # endpoint's latency (latency_s - waited_s, backoff aside, is the endpoint's)
+    waited_s: float
     faults: tuple[FaultKind, ...] = ()  # every failed attempt's fault, in order (the last one included)
     detail: str | None = None  # the last exception or body excerpt, for messages and logs
     # a non-200 reply's body, parsed when it is JSON: tells a server's own error answer from a gateway's
@@ -354,9 +359,13 @@ class HttpTransport:
             endpoint = self.pool.pick(frozenset(tried))
             url = endpoint.join(path)
             try:
-                if endpoint.limiter is not None:
-                    waited += endpoint.limiter.acquire()
-                last = self._send(url, body, headers)
+                # a cap on requests in flight to this URL, shared by every transport of the process (inflight.py);
+                # a retry takes a slot again
+                with cap_for(endpoint.url) or nullcontext(0.0) as slot_wait:
+                    waited += slot_wait
+                    if endpoint.limiter is not None:
+                        waited += endpoint.limiter.acquire()
+                    last = self._send(url, body, headers)
             except BaseException:
                 self.pool.done(endpoint, None, counted=False)
                 raise
