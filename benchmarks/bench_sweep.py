@@ -4,8 +4,9 @@ cells one after another.
 Two fake OpenAI-compatible chat endpoints (each in its own process) serve at most --capacity requests at once (the
 next one waits inside the server) and take --model-delay-ms per call; each counts its busy slot-seconds. The model
 plays a tool-using agent with native tool calls (openai-tools): it calls the query's first function --tool-turns
-times, then Finish, so every query costs tool-turns + 1 model calls (the sample has 6 queries: the default 14
-tool turns make a sweep of a few seconds, so its start-up and wind-down weigh little). The cells: 2 models (a on endpoint 1, b on
+times, then Finish, so every query costs tool-turns + 1 model calls (the sample has 6 queries: the default 39
+tool turns make a sweep of about 12 s, so the command's fixed start-up and wind-down, about 1 s together, weigh
+little; a real sweep runs for hours). The cells: 2 models (a on endpoint 1, b on
 endpoint 2) x 2 methods (CoT@1, DFS_woFilter_w2) x 2 seeds, on the sample set (data/sample, embedded tool server),
 each run at concurrency --concurrency.
 
@@ -217,9 +218,11 @@ def report(label: str, phase: dict, args) -> tuple[float, float]:
     uneven = f" (the busiest endpoint's: {busiest:.2f} s)" if busiest > bound * 1.001 else ""
     bound = max(bound, busiest)  # an uneven load cannot end before its busiest endpoint has served its calls
     utilisation = sum(e["busy_s"] for e in per_endpoint) / (slots * wall)
+    steady = sum(e["busy_s"] for e in per_endpoint) / (slots * (wall - phase["start_up"] - phase["wind_down"]))
     each = ", ".join(f"{e['busy_s'] / (args.capacity * wall):.0%}" for e in per_endpoint)
     print(f"{label:<22} wall {wall:6.2f} s  capacity bound {bound:5.2f} s{uneven} ({wall / bound:.2f}x)  model calls {calls:>4}"
-          f"  utilisation {utilisation:.0%} (per endpoint {each}; start-up {phase['start_up']:.2f} s, "
+          f"  utilisation {utilisation:.0%} (first to last model call: {steady:.0%}; per endpoint {each}; "
+          f"start-up {phase['start_up']:.2f} s, "
           f"wind-down {phase['wind_down']:.2f} s; at most {max(e['peak'] for e in per_endpoint)} requests at an "
           f"endpoint at once)", flush=True)
     return utilisation, wall / bound
@@ -234,8 +237,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--capacity", type=int, default=4, help="requests an endpoint serves at once (default 4)")
     parser.add_argument("--model-delay-ms", type=float, default=50.0, help="model time per call (default 50 ms)")
-    parser.add_argument("--tool-turns", type=int, default=14,
-                        help="tool calls before Finish: model calls per query = this + 1 (default 14)")
+    parser.add_argument("--tool-turns", type=int, default=39,
+                        help="tool calls before Finish: model calls per query = this + 1 (default 39)")
     parser.add_argument("--concurrency", type=int, default=4, help="queries in flight per cell (default 4)")
     parser.add_argument("--emulate", action="store_true",
                         help="run the sweep phase as concurrent in-process runs even where `tba sweep` exists")

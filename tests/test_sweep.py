@@ -180,3 +180,78 @@ def test_dry_run_prints_the_cells_what_is_done_and_a_bound_on_model_calls(tmp_pa
     lines = capsys.readouterr().out.splitlines()
     assert any(line.split()[:2] == ["CoT@1__react-find", "done"] for line in lines)
     assert any(line.split()[:2] == ["CoT@1__react-robust", "pending"] for line in lines)
+
+
+class CountingChatEndpoint:
+    """An OpenAI-compatible chat endpoint on loopback that serves requests in threads (many at once), answers as
+    the scripted agent, and counts the requests it serves at once (its peak)."""
+
+    def __init__(self, hold_s: float = 0.05):
+        import http.server
+        import threading
+
+        from runners.models.scripted import scripted_call
+
+        self.peak = self.now = 0
+        lock = threading.Lock()
+        endpoint = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def reply(self, body: dict) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):
+                self.reply({"object": "list", "data": [{"id": "m", "object": "model", "owned_by": "test"}]})
+
+            def do_POST(self):
+                import time
+
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with lock:
+                    endpoint.now += 1
+                    endpoint.peak = max(endpoint.peak, endpoint.now)
+                time.sleep(hold_s)
+                with lock:
+                    endpoint.now -= 1
+                turn = sum(m.get("role") == "assistant" for m in body.get("messages", []))
+                call = scripted_call(body.get("tools"), turn)
+                self.reply({"id": "x", "object": "chat.completion", "model": "m", "choices": [
+                    {"index": 0, "finish_reason": "tool_calls",
+                     "message": {"role": "assistant", "content": None, "tool_calls": [call]}}],
+                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.mark.parametrize("cap", [3, None])
+def test_cells_share_one_cap_on_requests_in_flight_per_endpoint(tmp_path, cap):
+    """Two cells of 2 queries in flight each, one endpoint: with endpoints: max_in_flight 3 the endpoint never
+    serves more than 3 at once (the cells overlap: it reaches 3); without, it gets the cells' 4."""
+    with CountingChatEndpoint() as model:
+        limits = f'endpoints: {{"{model.url}": {{max_in_flight: {cap}}}}}\n' if cap else ""
+        spec = write(tmp_path, f"""name: capped
+base: {{backend: openai-chat, dialect: openai-tools, model: m, base_url: "{model.url}", api_key: x,
+        concurrency: 2, max_step: 60}}
+axes: {{seed: [1, 2]}}
+judges: []
+{limits}""")
+        assert sweep(spec, tmp_path / "sweeps") == 0
+    assert model.peak == (3 if cap else 4)

@@ -29,10 +29,18 @@ class Cap:
     """At most ``max_in_flight`` holders at once. ``with cap as waited:`` takes a slot (waiting for one when all
     are held; ``waited`` is the seconds that took) and gives it back at the end. Thread-safe."""
 
-    def __init__(self, max_in_flight: int, *, clock: Callable[[], float] = time.monotonic):
+    def __init__(self, max_in_flight: int, *, rate_per_s: float | None = None,
+                 clock: Callable[[], float] = time.monotonic):
         if int(max_in_flight) < 1:
             raise ValueError(f"max_in_flight must be at least 1, not {max_in_flight}")
         self.max_in_flight = int(max_in_flight)
+        # the endpoint's pace too (requests per second, every holder's): taken once a slot is held
+        self.pace = None
+        if rate_per_s:
+            # imported here: the server package imports the transport, which imports this module
+            from .server.ratelimit import RateLimiter
+
+            self.pace = RateLimiter(rate_per_s)
         self._slots = threading.Semaphore(self.max_in_flight)
         self._clock = clock
         self._lock = threading.Lock()
@@ -62,7 +70,8 @@ class Cap:
             self.requests += 1
             self.peak = max(self.peak, self.in_flight)
             self.waited_s += now - asked
-        return now - asked
+        paced = self.pace.acquire() if self.pace is not None else 0.0
+        return now - asked + paced
 
     def __exit__(self, *exc: object) -> None:
         with self._lock:
@@ -93,9 +102,11 @@ def _key(url: str) -> str:
     return url.rstrip("/")
 
 
-def set_cap(url: str, max_in_flight: int, *, clock: Callable[[], float] = time.monotonic) -> Cap:
-    """The cap of ``url`` from now on (a new one, replacing any before it): set it before requests go there."""
-    cap = Cap(max_in_flight, clock=clock)
+def set_cap(url: str, max_in_flight: int, *, rate_per_s: float | None = None,
+            clock: Callable[[], float] = time.monotonic) -> Cap:
+    """The cap of ``url`` from now on (a new one, replacing any before it): set it before requests go there.
+    ``rate_per_s``: its pace as well, shared the same way."""
+    cap = Cap(max_in_flight, rate_per_s=rate_per_s, clock=clock)
     with _LOCK:
         _CAPS[_key(url)] = cap
     return cap
@@ -104,6 +115,11 @@ def set_cap(url: str, max_in_flight: int, *, clock: Callable[[], float] = time.m
 def cap_for(url: str) -> Cap | None:
     """The cap of ``url`` ('/' at the end or not), or None when none is set (an ordinary run)."""
     return _CAPS.get(_key(url)) if _CAPS else None
+
+
+def clear_cap(url: str) -> None:
+    with _LOCK:
+        _CAPS.pop(_key(url), None)
 
 
 def clear_caps() -> None:

@@ -170,7 +170,7 @@ class SweepScheduler:
             self.state.update(plan.cell.name, evaluations=dict(evaluations))
             judged.append(f"{judge.label}: {result.evaluation_id}")
         return (f"done         {plan.cell.name}: {totals['queries']} queries, {totals.get('model_calls', 0)} model "
-                f"calls; judged by {'; '.join(judged)}")
+                f"calls; " + (f"judged by {'; '.join(judged)}" if judged else "not judged (the spec's judges: [])"))
 
     # -- all cells -------------------------------------------------------------------------------------------
     def run(self) -> list[CellResult]:

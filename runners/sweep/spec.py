@@ -265,7 +265,7 @@ def read_axes(value: Any, path: Path) -> list[Axis]:
 
 
 def read_judges(value: Any, path: Path) -> list[Judge]:
-    if not isinstance(value, list) or not value:
+    if not isinstance(value, list):  # judges: [] runs the cells unjudged (said so); a missing key is a mistake
         raise InputError("judges must be a list of judges (tba evaluate's judge settings)", path=path,
                          field="judges", fix='write judges: [{backend: openai, url: "http://HOST:PORT/v1", '
                          'model: NAME}] (or pass --judge-url / --judge-backend hf)')

@@ -244,7 +244,7 @@ class SweepCommand:
 
         from ...config import RunConfig
         from ...execution.preflight import make_backend, prepare
-        from ...sweep.endpoints import max_in_flight, model_urls, rate_per_s
+        from ...sweep.endpoints import max_in_flight, model_urls
         from ...sweep.scheduler import CellPlan
         from .eval import check_run_settings
 
@@ -254,9 +254,6 @@ class SweepCommand:
             urls = model_urls(cfg)
             if "concurrency" not in cell.settings and urls:  # enough queries in flight to fill its endpoints alone
                 cfg = replace(cfg, concurrency=sum(max_in_flight(self.spec, u) for u in urls))
-            rate = rate_per_s(self.spec, urls[0]) if len(urls) == 1 else None
-            if rate and "rate_per_s" not in cfg.backend_options:
-                cfg = replace(cfg, backend_options={**cfg.backend_options, "rate_per_s": rate})
             cfg.validate()
             check_run_settings(cfg)
             prepare(cfg, make_backend(cfg))  # the dialect and parser fit the backend
