@@ -140,3 +140,15 @@ def test_overlapping_holds_integrate_slots_over_time():
 def test_a_cap_needs_a_slot():
     with pytest.raises(ValueError, match="at least 1"):
         set_cap("http://127.0.0.1:1", 0)
+
+
+def test_a_cap_with_a_rate_paces_its_holders_too():
+    """A sweep's endpoints: rate_per_s: the cap paces every holder of the URL (model and judge alike) once it has a
+    slot: the second of two requests in a row waits for its turn (the first passes at once)."""
+    cap = set_cap("http://127.0.0.1:9/v1/", 2, rate_per_s=20)
+    with cap as first:
+        pass
+    with cap as second:
+        pass
+    assert first == pytest.approx(0.0, abs=0.01) and second > 0.01
+    assert Cap(2).pace is None  # no rate: no pacing

@@ -58,7 +58,11 @@ def files_of(folder: Path) -> dict[str, tuple[int, bytes]]:
 def test_the_issues_spec_runs_judges_every_cell_and_a_rerun_rewrites_nothing(tmp_path, judge, capsys):
     spec = write(tmp_path, issue_spec(judge))
     out = tmp_path / "sweeps"
-    assert sweep(spec, out) == 0
+    asked = len(judge.requests)
+    assert sweep(spec, out, "--judge-cache", str(tmp_path / "judge.jsonl")) == 0
+    # one evaluation at a time per judge, each reading the verdicts cached before it: the cells of one method hold
+    # the same answer (the two parsers read the scripted agent alike), so each method's is judged once, not twice
+    assert len(judge.requests) - asked == 2
     printed = capsys.readouterr().out
     folder = out / "demo"
     state = json.loads((folder / "sweep.json").read_text())
@@ -87,7 +91,7 @@ def test_the_issues_spec_runs_judges_every_cell_and_a_rerun_rewrites_nothing(tmp
     assert all(row["sopr"] == "100.00" and row["model_calls"] == "2" for row in rows)
     assert (folder / "matrix.md").is_file() and (folder / "matrix.tex").is_file()
     before = files_of(folder)
-    assert sweep(spec, out) == 0
+    assert sweep(spec, out, "--judge-cache", str(tmp_path / "judge.jsonl")) == 0
     assert "4 done (0 ran now, 4 done before)" in capsys.readouterr().out
     after = files_of(folder)
     changed = sorted(name for name in after if after[name] != before.get(name))

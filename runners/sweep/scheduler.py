@@ -82,6 +82,9 @@ class SweepScheduler:
         self._lock = threading.Lock()
         self._memos: dict[str, MemoBackend] = {}
         self._runners: list[Runner] = []
+        # one evaluation at a time per judge: the next reads the verdicts the last one cached (cells that differ only
+        # in the parser often hold the same answers), and each fills the judge endpoint's cap on its own
+        self._judging: dict[str, threading.Lock] = {j.label: threading.Lock() for p in plans for j in p.judges}
         self.stopping = False  # Ctrl-C: start no cell, let each running one stop starting queries
 
     # -- what a cell needs ----------------------------------------------------------------------------------
@@ -161,8 +164,9 @@ class SweepScheduler:
         for judge in plan.judges:
             if self.stopping:
                 raise CellFailed("interrupted")
-            result = evaluate_run(plan.cfg.run_dir, judge.build_client(), cache_path=self.judge_cache,
-                                  progress=False, preflight=True, command=plan.redo, **judge.options)
+            with self._judging[judge.label]:
+                result = evaluate_run(plan.cfg.run_dir, judge.build_client(), cache_path=self.judge_cache,
+                                      progress=False, preflight=True, command=plan.redo, **judge.options)
             if result.judge_failures:
                 raise CellFailed(f"judge {judge.label}: {result.judge_failures} of {result.judgements} judgements "
                                  "gave no verdict (the judge endpoint after its retries, or no usable verdict)")
