@@ -13,6 +13,7 @@ import pytest
 
 from runners.cli import main
 from tests.openai_standin import OpenAIStandin
+from tests.ray_support import needs_ray
 from tests.test_judge_failures import solved
 
 CELLS = ["CoT@1__react-find", "CoT@1__react-robust", "DFS_woFilter_w2__react-find", "DFS_woFilter_w2__react-robust"]
@@ -136,7 +137,7 @@ def test_a_judge_that_gives_no_verdict_fails_the_cell(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("change, field, needle", [
-    (("parser: [react-find, react-robust]", "parser: [react-find, react-robus]"), "axes.parser[1].parser",
+    (("parser: [react-find, react-robust]", "parser: [react-find, react-robus]"), "axes.parser[1]",
      "unknown parser"),
     (('method: ["CoT@1", "DFS_woFilter_w2"]', 'method: ["CoT@1", "CoT@0"]'), "axes.method[1]", "CoT@N needs N >= 1"),
     (("limit: 3", "limit: 0"), "base.limit", "at least 1"),
@@ -259,3 +260,62 @@ judges: []
 {limits}""")
         assert sweep(spec, tmp_path / "sweeps") == 0
     assert model.peak == (3 if cap else 4)
+
+
+def test_ctrl_c_lets_the_queries_in_flight_end_and_the_same_command_goes_on(tmp_path, capsys):
+    """The first Ctrl-C starts no more cells or queries, lets those in flight end, marks the cells pending and exits
+    130; the same command then finishes them (each query once)."""
+    import os
+    import signal
+    import threading
+
+    spec = write(tmp_path, """name: stop
+base: {backend: scripted, backend_options: {delay_s: 0.2}}
+axes: {seed: [1, 2]}
+judges: []
+""")
+    out = tmp_path / "sweeps"
+    timer = threading.Timer(0.8, os.kill, (os.getpid(), signal.SIGINT))  # lands in the main thread, as Ctrl-C does
+    timer.start()
+    try:
+        assert sweep(spec, out) == 130
+    finally:
+        timer.cancel()
+    state = json.loads((out / "stop" / "sweep.json").read_text())
+    assert [c["state"] for c in state["cells"]] == ["pending", "pending"] and state["sessions"][-1]["exit"] == 130
+    assert "Ctrl-C: starting no more cells or queries" in capsys.readouterr().out
+    finished = {c: len(list((out / "stop" / c).glob("G*/*.json"))) for c in ("1", "2")}
+    assert all(0 < n < 6 for n in finished.values()), finished  # some ran, the rest were not started
+    assert sweep(spec, out) == 0
+    assert all(len(list((out / "stop" / c).glob("G*/*.json"))) == 6 for c in ("1", "2"))
+    for cell in ("1", "2"):
+        ids = [json.loads(line)["query_id"] for line in (out / "stop" / cell / "queries.jsonl").read_text().splitlines()]
+        assert len(ids) == len(set(ids)) == 6  # none twice
+
+
+def test_too_many_cells_are_refused_before_any_is_planned(tmp_path, judge, capsys):
+    values = ", ".join(str(i) for i in range(1, 41))
+    spec = write(tmp_path, issue_spec(judge).replace("axes:\n", f"axes:\n  seed: [{values}]\n  max_step: [{values}]\n"))
+    assert sweep(spec, tmp_path / "sweeps") == 2  # 40 x 40 x 2 x 2 = 6,400 cells
+    assert "the axes make 6400 cells, more than 1000" in capsys.readouterr().err
+
+
+@needs_ray
+def test_cells_on_ray_share_one_cluster_that_the_sweep_starts_and_stops(tmp_path, capsys):
+    """--executor ray: each cell's queries on Ray workers; the sweep joins (here: starts) one local cluster for all
+    of them, so no cell shuts it down under another, and frees each cell's workers when it ends."""
+    import ray
+
+    spec = write(tmp_path, """name: onray
+base: {backend: scripted, executor: ray, groups: [G1_instruction, G1_tool]}
+axes: {seed: [1, 2, 3]}
+judges: []
+""")
+    assert not ray.is_initialized()
+    assert sweep(spec, tmp_path / "sweeps") == 0
+    assert not ray.is_initialized()  # the cluster the sweep started went with it
+    state = json.loads((tmp_path / "sweeps" / "onray" / "sweep.json").read_text())
+    assert [c["state"] for c in state["cells"]] == ["done"] * 3
+    for cell in ("1", "2", "3"):
+        manifest = json.loads((tmp_path / "sweeps" / "onray" / cell / "manifest.json").read_text())
+        assert manifest["config"]["executor"] == "ray" and manifest["totals"]["finished"] == 2

@@ -56,6 +56,9 @@ class CellPlan:
     share_key: str | None = None  # cells with the same key ask the model through one memo
 
 
+DEFAULT_MAX_CELLS = 64  # cells at once unless told: each holds threads (its queries in flight) and a tool server
+
+
 class CellFailed(Exception):
     """The reason a cell failed, as sweep.json and the summary say it."""
 
@@ -76,7 +79,7 @@ class SweepScheduler:
         self.plans = plans
         self.state = state
         self.judge_cache = judge_cache
-        self.max_cells = max_cells or max(1, len(plans))
+        self.max_cells = max_cells or max(1, min(len(plans), DEFAULT_MAX_CELLS))
         self.progress = progress
         self.say = say
         self._lock = threading.Lock()
@@ -86,6 +89,7 @@ class SweepScheduler:
         # in the parser often hold the same answers), and each fills the judge endpoint's cap on its own
         self._judging: dict[str, threading.Lock] = {j.label: threading.Lock() for p in plans for j in p.judges}
         self.stopping = False  # Ctrl-C: start no cell, let each running one stop starting queries
+        self.stopped_now = False  # a second Ctrl-C: the cells in flight are left as they are
 
     # -- what a cell needs ----------------------------------------------------------------------------------
     def done_before(self, plan: CellPlan) -> bool:
@@ -152,6 +156,9 @@ class SweepScheduler:
         finally:
             with self._lock:
                 self._runners.remove(runner)
+            close = getattr(runner.executor, "close", None)
+            if callable(close) and plan.cfg.executor != "threads":  # Ray workers hold the cluster's CPUs: free them
+                close()
         totals = manifest["totals"]
         if self.stopping:
             raise CellFailed("interrupted")
@@ -190,14 +197,16 @@ class SweepScheduler:
                 bar.update(1)
                 if result.line:
                     bar.write(result.line) if self.progress else self.say(result.line)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:  # the first: no more cells or queries start; the running ones end their queries
             self.stop()
             self.say("tba sweep: Ctrl-C: starting no more cells or queries; the queries in flight finish first "
                      "(Ctrl-C again stops at once; the same command goes on either way)")
-            for future in futures:
-                if future.done() or future.cancel():
-                    continue
-                results.append(future.result())
+            try:
+                for future in futures:
+                    if not future.cancel():
+                        results.append(future.result())
+            except KeyboardInterrupt:  # the second: leave now (the caller exits at once: os._exit)
+                self.stopped_now = True
             raise
         finally:
             bar.close()

@@ -42,6 +42,7 @@ JUDGE_KEYS = {"backend": "--judge-backend", "model": "--judge-model", "url": "--
               "concurrency": "--concurrency"}
 ENDPOINT_KEYS = ("max_in_flight", "rate_per_s")
 DEFAULT_MAX_IN_FLIGHT = 8  # an endpoint the spec's endpoints: does not list
+MAX_CELLS = 1000
 CELL_SEPARATOR = "__"
 EXAMPLE = "axes: {method: [\"CoT@1\", \"DFS_woFilter_w2\"]}"
 
@@ -88,6 +89,7 @@ class Spec:
     raw: dict[str, Any] = field(default_factory=dict)  # as read (plus overrides): what sweep.json records
 
     def cells(self) -> list[Cell]:
+        check_cell_count(self.axes, self.path)
         cells = []
         for combination in itertools.product(*(axis.values for axis in self.axes)):
             settings = resolve([self.base, *(value.settings for value in combination)], self.path)
@@ -166,6 +168,7 @@ def load_spec(path: str | Path, *, name: str | None = None, base_overrides: dict
     base = mapping(raw.get("base") or {}, path, "base")
     check_settings(base, path, "base")
     axes = read_axes(raw.get("axes"), path)
+    check_cell_count(axes, path)
     judges = read_judges(raw.get("judges"), path)
     spec = Spec(path=path, name=sweep_name, base=base, axes=axes, judges=judges,
                 baseline=read_baseline(raw.get("baseline"), axes, path),
@@ -183,22 +186,23 @@ def mapping(value: Any, path: Path, key: str) -> dict:
     return value
 
 
-def check_settings(settings: dict, path: Path, key: str) -> None:
-    """Run settings as tba run's --config file takes them (config: FILE read too), or InputError naming the key."""
+def check_settings(settings: dict, path: Path, key: str, scalar: bool = False) -> None:
+    """Run settings as tba run's --config file takes them (config: FILE read too), or InputError naming the key
+    (``scalar``: one axis value, named by its place alone: axes.method[1])."""
     own = {k: v for k, v in settings.items() if k != "config"}
     problems = settings_problems(own, in_file=True)
     if problems:
         problem = problems[0]
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        raise InputError(problem.problem + more, path=path, field=f"{key}.{problem.field}" if problem.field else key,
-                         fix=problem.fix)
+        field_name = f"{key}.{problem.field}" if problem.field and not scalar else key
+        raise InputError(problem.problem + more, path=path, field=field_name, fix=problem.fix)
     for name, registry in named_registries():  # an unknown name with the closest ones, at the key that set it
         value = own.get(name)
         if isinstance(value, str) and value not in registry:
             try:
                 registry.get(value)
             except UnknownNameError as exc:
-                raise InputError(str(exc), path=path, field=f"{key}.{name}",
+                raise InputError(str(exc), path=path, field=key if scalar else f"{key}.{name}",
                                  fix=f"write one of the known {name}s (tba {name}s --help may list them)") from None
     if settings.get("config"):  # "" (--config= on the command line): none
         config_file(settings["config"], path, key)
@@ -253,7 +257,8 @@ def read_axes(value: Any, path: Path) -> list[Axis]:
                 if item is None or isinstance(item, (list, dict)):
                     raise InputError(f"a value must be a scalar or a mapping, got {item!r}", path=path, field=where)
                 settings, label = {axis_name: item}, item
-            check_settings({k: v for k, v in settings.items() if k != "label"}, path, where)
+            check_settings({k: v for k, v in settings.items() if k != "label"}, path, where,
+                           scalar=not isinstance(item, dict))
             read.append(AxisValue(label=str(label), settings=settings))
         labels = [v.label for v in read]
         twice = sorted({label for label in labels if labels.count(label) > 1})
@@ -262,6 +267,16 @@ def read_axes(value: Any, path: Path) -> list[Axis]:
                              fix="list each value once (mapping values: distinct labels)")
         axes.append(Axis(name=str(axis_name), values=tuple(read)))
     return axes
+
+
+def check_cell_count(axes: list[Axis], path: Path) -> None:
+    """A typo in an axis must not build (or plan) millions of runs: at most MAX_CELLS."""
+    count = 1
+    for axis in axes:
+        count *= len(axis.values)
+    if count > MAX_CELLS:
+        raise InputError(f"the axes make {count} cells, more than {MAX_CELLS}", path=path, field="axes",
+                         fix="split the sweep into several specs, or shorten an axis")
 
 
 def read_judges(value: Any, path: Path) -> list[Judge]:

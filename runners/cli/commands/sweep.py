@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 import time
@@ -70,7 +71,7 @@ def register(subparsers) -> None:
     p.add_argument("--axis", action="append", default=[], metavar="NAME=V1,V2",
                    help="replace an axis's values (scalars, comma-separated), e.g. --axis parser=react-find,react-regex "
                    "(another sweep: name it with --name)")
-    p.add_argument("--max-cells", type=COUNT, help="cells running at once (default: all; the endpoints' caps "
+    p.add_argument("--max-cells", type=COUNT, help="cells running at once (default: all, at most 64; the endpoints' caps "
                    "set the pace either way)")
     p.add_argument("--judge-cache", default=None,
                    help="judgement cache file (default: the spec's judge_cache, else results/cache/judge.jsonl)")
@@ -319,6 +320,7 @@ class SweepCommand:
         from ...sweep.scheduler import SweepScheduler
 
         urls = [u for p in plans for u in model_urls(p.cfg)] + [u for p in plans for j in p.judges for u in j.urls]
+        ray, ray_started = self.connect_ray(plans)
         started = time.perf_counter()
         scheduler = SweepScheduler(plans, state, judge_cache=self.judge_cache, max_cells=self.args.max_cells,
                                    progress=not self.args.quiet)
@@ -330,8 +332,16 @@ class SweepCommand:
                 busy = {url: cap.utilisation() for url, cap in caps.items() if hasattr(cap, "utilisation")}
         except KeyboardInterrupt:
             state.end(EXIT_INTERRUPTED)
-            print(f"tba sweep: interrupted; the same command goes on: {self.redo()}", file=sys.stderr)
+            print(f"tba sweep: interrupted; the same command goes on (done cells are skipped): {self.redo()}",
+                  file=sys.stderr)
+            if scheduler.stopped_now:  # a second Ctrl-C: the cells' threads are not waited for
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(EXIT_INTERRUPTED)
             return EXIT_INTERRUPTED
+        finally:
+            if ray_started:  # the Ray cluster this sweep started for its cells goes with it
+                ray.shutdown()
         seconds = time.perf_counter() - started
         state.record["sessions"][-1]["shared_calls"] = scheduler.shared_calls()
         matrix_files = self.write_matrix()
@@ -353,6 +363,17 @@ class SweepCommand:
             print(f"FAILED CELLS {len(failed)}: {', '.join(r.name for r in failed)} (each one's reason above and in "
                   f"{self.sweep_dir}/sweep.json); the same command redoes only what is missing: {self.redo()}")
         return status
+
+    @staticmethod
+    def connect_ray(plans):
+        """Cells on --executor ray share one cluster: joined (or started) here once, so that no cell's run shuts
+        down a local cluster that the others still use. (Ray, True when this call started it.)"""
+        ray_cells = [p.cfg for p in plans if p.cfg.executor == "ray"]
+        if not ray_cells:
+            return None, False
+        from ...execution.executors import connect_ray
+
+        return connect_ray(ray_cells[0].ray_address)
 
     def write_matrix(self) -> list[Path]:
         from toolbench_adapter.report.sweep_matrix import build_matrix, write_matrix
