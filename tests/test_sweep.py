@@ -319,3 +319,10 @@ judges: []
     for cell in ("1", "2", "3"):
         manifest = json.loads((tmp_path / "sweeps" / "onray" / cell / "manifest.json").read_text())
         assert manifest["config"]["executor"] == "ray" and manifest["totals"]["finished"] == 2
+
+
+@pytest.mark.parametrize("flag", [["--out-root", "x"], ["--shard", "1/2"], ["--model-label", "m"], ["--score-anyway"]])
+def test_a_run_or_judge_flag_a_sweep_cannot_honour_is_refused_not_ignored(tmp_path, judge, capsys, flag):
+    spec = write(tmp_path, issue_spec(judge))
+    assert sweep(spec, tmp_path / "sweeps", *flag) == 2
+    assert f"{flag[0]} is not a sweep's" in capsys.readouterr().err and not (tmp_path / "sweeps").exists()

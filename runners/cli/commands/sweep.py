@@ -91,9 +91,14 @@ def run(args) -> int:
 
     from ...sweep.spec import load_spec
 
-    if args.out_root:
-        raise InputError("--out-root is a run's; a sweep's cells go under OUT/NAME", field="--out-root",
-                         fix="pass --out DIR")
+    for flag, value, fix in (
+            ("--out-root", args.out_root, "pass --out DIR: a sweep's cells go under OUT/NAME"),
+            ("--shard", args.shard, "a sweep runs whole cells: shard one run with tba run --shard, then tba merge"),
+            ("--model-label", args.model_label, "each cell's row is named by the cell; leave it out"),
+            ("--score-anyway", args.score_anyway, "a cell with infrastructure failures is redone, not scored: "
+             "rerun the sweep; tba evaluate CELL --score-anyway scores one cell as it is")):
+        if value:
+            raise InputError(f"{flag} is not a sweep's", field=flag, fix=fix)
     spec = load_spec(args.spec, name=args.name, base_overrides=base_overrides(args),
                      judges_override=judge_override(args), axes_override=axis_override(args.axis))
     return SweepCommand(args, spec).run()
