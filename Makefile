@@ -200,7 +200,7 @@ bench-fanout: install  ## parser fan-out vs N separate runs (N = 2, 3, 4): model
 	$(BIN)/python benchmarks/bench_fanout.py $(BENCH_ARGS)
 
 .PHONY: bench-sweep
-bench-sweep: install  ## 8 runs at once on 2 model endpoints (4 slots x 50 ms each, caps shared): utilisation and wall vs the capacity bound, and vs one after another
+bench-sweep: install  ## tba sweep of 8 cells on 2 model endpoints (4 slots x 50 ms each, caps shared): utilisation and wall vs the capacity bound, and vs one after another
 	$(BIN)/python benchmarks/bench_sweep.py $(BENCH_ARGS)
 
 .PHONY: bench-parsers
