@@ -30,7 +30,7 @@ from toolbench_adapter.errors import InputError
 from toolbench_adapter.query_identity import canonical_sha256
 from toolbench_adapter.registry import UnknownNameError
 
-from ..config.run_config import load_yaml, settings_problems
+from ..config.run_config import check_expanded_size, load_yaml, settings_problems
 
 TOP_KEYS = ("name", "base", "axes", "judges", "baseline", "endpoints", "judge_cache")
 # a judge's keys and the tba evaluate flag each stands for (the CLI parses them with tba evaluate's own parser)
@@ -142,6 +142,10 @@ def load_spec(path: str | Path, *, name: str | None = None, base_overrides: dict
         raise InputError(f"cannot read the sweep spec ({exc})", path=path) from None
     except yaml.YAMLError as exc:
         raise InputError(f"the sweep spec is not valid YAML: {exc}", path=path) from None
+    except (RecursionError, MemoryError):  # yaml's composer recurses once per nesting level
+        raise InputError("the sweep spec is nested too deeply to read", path=path,
+                         fix="see README: Sweeps for the spec's shape") from None
+    check_expanded_size(data, path)  # before anything copies it (an alias bomb never ends)
     if not isinstance(data, dict):
         raise InputError("a sweep spec is a mapping with name, base, axes and judges", path=path,
                          fix="see README: Sweeps for an example")
