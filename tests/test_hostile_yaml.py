@@ -47,3 +47,16 @@ def test_a_hostile_run_config_is_exit_2_naming_the_file(tmp_path, case):
     assert done.returncode == 2, done.stderr[-2000:]
     assert f"{config}: " in done.stderr and needle in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_a_hostile_evaluator_config_is_refused_naming_the_file(tmp_path, case):
+    """`--evaluator DIR` reads DIR/config.yaml: the same limits (toolbench_adapter/yaml_limits.py)."""
+    from toolbench_adapter.errors import InputError
+    from toolbench_adapter.evaluation.evaluator import load_evaluator
+
+    body, needle = CASES[case]
+    (tmp_path / "config.yaml").write_text("completions_kwargs:\n" + body + "\n", encoding="utf-8")
+    with pytest.raises(InputError) as refused:
+        load_evaluator(tmp_path)
+    assert needle in refused.value.problem and str(tmp_path / "config.yaml") == refused.value.path

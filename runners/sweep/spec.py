@@ -29,8 +29,9 @@ import yaml
 from toolbench_adapter.errors import InputError
 from toolbench_adapter.query_identity import canonical_sha256
 from toolbench_adapter.registry import UnknownNameError
+from toolbench_adapter.yaml_limits import check_expanded_size
 
-from ..config.run_config import check_expanded_size, load_yaml, settings_problems
+from ..config.run_config import load_yaml, settings_problems
 
 TOP_KEYS = ("name", "base", "axes", "judges", "baseline", "endpoints", "judge_cache")
 # a judge's keys and the tba evaluate flag each stands for (the CLI parses them with tba evaluate's own parser)

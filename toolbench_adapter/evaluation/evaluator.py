@@ -28,6 +28,7 @@ from ..protocol.evaluation import (
     TEMPLATE_FUNCTION_RE,
     TEMPLATE_NAME_RE,
 )
+from ..yaml_limits import check_expanded_size
 
 PROJECT_EVALUATORS = Path(__file__).resolve().parent / "evaluators"
 DEFAULT_EVALUATOR = "default"
@@ -139,6 +140,9 @@ def load_evaluator(name_or_path: str | Path | None = None, search_dirs: list[str
         raise InputError("evaluator folder has no config.yaml", path=folder) from None
     except yaml.YAMLError as exc:
         raise InputError(f"config.yaml is not valid YAML ({exc})", path=config_path) from None
+    except (RecursionError, MemoryError):  # yaml's composer recurses once per nesting level
+        raise InputError("config.yaml is nested too deeply to read", path=config_path) from None
+    check_expanded_size(config, config_path)
     if not isinstance(config, dict):
         raise InputError("config.yaml must be a mapping", path=config_path)
     template_path = folder / str(config.get("prompt_template", "template.txt"))
