@@ -326,3 +326,15 @@ def test_a_run_or_judge_flag_a_sweep_cannot_honour_is_refused_not_ignored(tmp_pa
     spec = write(tmp_path, issue_spec(judge))
     assert sweep(spec, tmp_path / "sweeps", *flag) == 2
     assert f"{flag[0]} is not a sweep's" in capsys.readouterr().err and not (tmp_path / "sweeps").exists()
+
+
+@pytest.mark.parametrize("settings, bound", [
+    ({"method": "CoT@1"}, 12), ({"method": "CoT@2", "on_invalid": "reask:2"}, 72),
+    ({"method": "CoT@1", "on_invalid": "reask:2", "max_query_count": 5}, 17),  # re-asks stop at the call cap
+    ({"method": "DFS_woFilter_w2"}, 200), ({"method": "DFS_woFilter_w2", "max_query_count": 30}, 30),
+])
+def test_the_dry_runs_bound_on_a_querys_model_calls(settings, bound):
+    from runners.config import RunConfig
+    from runners.sweep.dry_run import calls_per_query
+
+    assert calls_per_query(RunConfig(**settings)) == bound

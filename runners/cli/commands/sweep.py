@@ -223,7 +223,10 @@ class SweepCommand:
         plans = [self.plan(cell, judges, len(chosen)) for cell in chosen]
         state = SweepState.open(self.sweep_dir, self.spec, cells, self.redo())
         if self.args.dry_run:
-            self.print_plan(plans, state)
+            from ...sweep.dry_run import print_plan
+            from .eval import check_run_settings
+
+            print_plan(self.spec, self.sweep_dir, plans, state, lambda cfg: len(check_run_settings(cfg)))
             return 0
         check_writable(self.sweep_dir)
         check_cache_path(self.judge_cache, "--judge-cache")
@@ -389,49 +392,3 @@ class SweepCommand:
         if md.is_file():
             print(md.read_text(encoding="utf-8"))
         return written
-
-    # -- --dry-run ---------------------------------------------------------------------------------------
-    def print_plan(self, plans, state) -> None:
-        from ...sweep.endpoints import max_in_flight, model_urls
-        from .eval import check_run_settings
-
-        spec = self.spec
-        print(f"sweep {spec.name} -> {self.sweep_dir}: {len(plans)} cells "
-              f"({' x '.join(f'{a.name} {len(a.values)}' for a in spec.axes)}), {len(spec.judges)} judge(s); "
-              f"spec {spec.path} (sha256 {spec.digest()[:12]})")
-        bounds: dict[str, int] = {}
-        width = max(len(p.cell.name) for p in plans)
-        print(f"  {'cell':<{width}}  {'state':<8} {'queries':>7}  model calls at most")
-        for plan in plans:
-            queries = len(check_run_settings(plan.cfg))
-            bound = queries * calls_per_query(plan.cfg)
-            record = state.cell(plan.cell.name)
-            print(f"  {plan.cell.name:<{width}}  {record.get('state', 'pending'):<8} {queries:>7}  {bound}"
-                  + (f"  ({record['reason']})" if record.get("reason") else ""))
-            urls = model_urls(plan.cfg) or [f"{plan.cfg.backend} (in this process)"]
-            for url in urls:  # several endpoints of one model: the least busy answers, any may answer all
-                bounds[url] = bounds.get(url, 0) + bound
-        print("model calls per endpoint, at most (cells sharing a parser memo ask fewer):")
-        for url, bound in bounds.items():
-            cap = f", at most {max_in_flight(spec, url)} in flight" if "://" in url else ""
-            print(f"  {url}: {bound}{cap}")
-        for judge in plans[0].judges if plans else []:
-            where = ", ".join(judge.urls) or judge.recipe.backend
-            print(f"judge {judge.label}: {judge.recipe.model or judge.recipe.backend} @ {where}, "
-                  f"x{judge.options['evaluate_times']} per answer")
-        print("nothing run (--dry-run)")
-
-
-def calls_per_query(cfg) -> int:
-    """An upper bound on one query's model calls: DFSDT stops at max_query_count; CoT@N makes at most N chains of
-    max_step turns, each turn asked again at most reask:N times (and never more than max_query_count re-asks)."""
-    from toolbench_adapter.structured.policy import reask_limit
-
-    method = cfg.method
-    if not method.startswith("CoT@"):
-        return cfg.max_query_count
-    try:
-        chains = int(method.split("@", 1)[1])
-    except ValueError:
-        return cfg.max_query_count
-    return chains * cfg.max_step * (1 + (reask_limit(cfg.on_invalid) or 0))
