@@ -10,6 +10,7 @@ after one reply, so a client's retry always opens a new one.
 
 from __future__ import annotations
 
+import abc
 import json
 import socket
 import struct
@@ -54,9 +55,9 @@ def _read_request(conn: socket.socket) -> bytes:
     return head + b"\r\n\r\n" + body
 
 
-class LoopbackServer:
+class LoopbackServer(abc.ABC):
     """A listening socket on 127.0.0.1 and its accept loop: each connection goes to ``_handle(conn)`` in a thread
-    of its own; ``with`` starts the loop and stops it."""
+    of its own; ``with`` starts the loop and stops it. A subclass says how a connection is answered."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -79,8 +80,9 @@ class LoopbackServer:
                 return
             threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
 
+    @abc.abstractmethod
     def _handle(self, conn: socket.socket) -> None:
-        raise NotImplementedError
+        """Read the request from ``conn`` and answer it (the subclass's behaviour: faults, counts, ...)."""
 
     def __enter__(self):
         self._thread.start()
