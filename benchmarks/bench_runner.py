@@ -33,50 +33,22 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from loopback_json import JsonHandler, agent_message, chat_completion, serve  # noqa: E402
+
 from runners.config import RunConfig  # noqa: E402
 from runners.execution.runner import Runner  # noqa: E402
-from runners.models.scripted import scripted_call  # noqa: E402
 
 
 def delayed_server(delay_s: float) -> http.server.ThreadingHTTPServer:
     body = json.dumps({"error": "", "response": "ok"}).encode()
 
-    class Handler(http.server.BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        # the headers and the body go out in two writes: with Nagle's algorithm on, the body can wait for the
-        # client's delayed ACK of the headers (~40 ms on Linux: a plain requests.Session waited 64 ms for 20)
-        disable_nagle_algorithm = True
-
+    class Handler(JsonHandler):
         def do_POST(self):  # noqa: N802 (http.server API)
             self.rfile.read(int(self.headers.get("content-length", 0)))
             time.sleep(delay_s)
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            self._send(body)
 
-        def log_message(self, *args):
-            pass
-
-    return _serve(Handler)
-
-
-def _serve(handler) -> http.server.ThreadingHTTPServer:
-    class Server(http.server.ThreadingHTTPServer):
-        daemon_threads = True
-        request_queue_size = 256  # the default backlog of 5 drops connections at concurrency 32
-
-    server = Server(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
-
-
-def agent_message(body: dict) -> dict:
-    """The scripted agent's answer over the OpenAI chat API: call the first function, then Finish."""
-    turn = sum(1 for m in body.get("messages", []) if m.get("role") == "assistant")
-    return {"role": "assistant", "content": None,
-            "tool_calls": [scripted_call(body.get("tools"), turn, final_answer="done")]}
+    return serve(Handler)
 
 
 def fixed_capacity_model(capacity: int, delay_s: float) -> http.server.ThreadingHTTPServer:
@@ -84,33 +56,17 @@ def fixed_capacity_model(capacity: int, delay_s: float) -> http.server.Threading
     taking ``delay_s``: a model replica with a fixed batch size."""
     slots = threading.BoundedSemaphore(capacity)
 
-    class Handler(http.server.BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        disable_nagle_algorithm = True  # as in delayed_server: no delayed-ACK wait between headers and body
-
-        def _send(self, payload: dict) -> None:
-            data = json.dumps(payload).encode()
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
+    class Handler(JsonHandler):
         def do_GET(self):  # noqa: N802 (http.server API)
             self._send({"object": "list", "data": [{"id": "bench", "object": "model"}]})
 
         def do_POST(self):  # noqa: N802 (http.server API)
-            body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
+            body = self._json_body()
             with slots:
                 time.sleep(delay_s)
-            self._send({"id": "x", "object": "chat.completion", "model": "bench",
-                        "choices": [{"index": 0, "message": agent_message(body), "finish_reason": "tool_calls"}],
-                        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+            self._send(chat_completion("bench", agent_message(body)))
 
-        def log_message(self, *args):
-            pass
-
-    return _serve(Handler)
+    return serve(Handler)
 
 
 def serve_in_subprocess(*args: str) -> tuple[subprocess.Popen, int]:

@@ -38,9 +38,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from loopback_json import JsonHandler, agent_message, chat_completion, serve  # noqa: E402
+
 from runners.config import RunConfig  # noqa: E402
 from runners.execution.runner import Runner  # noqa: E402
-from runners.models.scripted import scripted_call  # noqa: E402
 from toolbench_adapter.inflight import clear_caps, set_cap  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,18 +60,7 @@ def fixed_capacity_endpoint(model: str, capacity: int, delay_s: float, tool_turn
     # present / peak: requests inside the server (waiting for a slot or served) now and at most since the last GET
     stats = {"calls": 0, "busy_s": 0.0, "first": None, "last": None, "present": 0, "peak": 0}
 
-    class Handler(http.server.BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        disable_nagle_algorithm = True  # no delayed-ACK wait between the headers and the body
-
-        def _send(self, payload: dict) -> None:
-            data = json.dumps(payload).encode()
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
+    class Handler(JsonHandler):
         def do_GET(self):  # noqa: N802 (http.server API)
             if self.path.endswith("/stats"):
                 with lock:
@@ -79,7 +69,7 @@ def fixed_capacity_endpoint(model: str, capacity: int, delay_s: float, tool_turn
             self._send({"object": "list", "data": [{"id": model, "object": "model", "owned_by": "bench"}]})
 
         def do_POST(self):  # noqa: N802 (http.server API)
-            body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
+            body = self._json_body()
             with lock:
                 stats["present"] += 1
                 stats["peak"] = max(stats["peak"], stats["present"])
@@ -93,24 +83,9 @@ def fixed_capacity_endpoint(model: str, capacity: int, delay_s: float, tool_turn
                 stats["busy_s"] += held
                 stats["first"] = stats["first"] or started
                 stats["last"] = started + held
-            turn = sum(1 for m in body.get("messages", []) if m.get("role") == "assistant")
-            call = scripted_call(body.get("tools"), 0 if turn < tool_turns else turn, final_answer="done")
-            call["id"] = f"call_{turn}"
-            message = {"role": "assistant", "content": None, "tool_calls": [call]}
-            self._send({"id": f"x{turn}", "object": "chat.completion", "model": model,
-                        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
-                        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+            self._send(chat_completion(model, agent_message(body, tool_turns)))
 
-        def log_message(self, *args):
-            pass
-
-    class Server(http.server.ThreadingHTTPServer):
-        daemon_threads = True
-        request_queue_size = 256
-
-    server = Server(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
+    return serve(Handler)
 
 
 def start_endpoint(model: str, args) -> tuple[subprocess.Popen, str]:
