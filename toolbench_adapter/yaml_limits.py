@@ -1,15 +1,17 @@
-"""Limits on what a user's YAML file may stand for (run configs, sweep specs, evaluator configs).
+"""Reading a user's YAML file (run configs, sweep specs, evaluator configs), with limits on what it may stand for.
 
 YAML aliases share one object, so a few lines can stand for billions of values ("billion laughs"), and an alias
 may sit inside its own anchor (a cycle): whatever walks or copies such data never ends. ``check_expanded_size``
 refuses both before anything else reads the data (InputError naming the file). Nesting too deep to parse is the
-caller's RecursionError from yaml itself.
+caller's RecursionError from yaml itself; ``read_yaml`` does all of it, each problem an InputError naming the file.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from .errors import InputError
 
@@ -44,3 +46,22 @@ def check_expanded_size(data: Any, path: str | Path, limit: int = MAX_YAML_NODES
     if total > limit:
         raise InputError(f"the file stands for more than {limit:,} values once its YAML aliases (*name) are "
                          "expanded", path=path, fix="write the values out; a config or spec needs no alias bomb")
+
+
+def read_yaml(path: str | Path, what: str, fix: str | None = None) -> Any:
+    """The data of the YAML file at ``path`` (``what`` it is, for the messages: "config file", "sweep spec"):
+    missing, unreadable, invalid, nested too deeply or an alias bomb is an InputError naming the file; ``fix``:
+    where its shape is explained."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{what} not found", path=path, fix=fix) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read the {what} ({exc})", path=path) from None
+    except yaml.YAMLError as exc:
+        raise InputError(f"{what} is not valid YAML: {exc}", path=path) from None
+    except (RecursionError, MemoryError):  # yaml's composer recurses once per nesting level
+        raise InputError(f"{what} is nested too deeply to read", path=path, fix=fix) from None
+    check_expanded_size(data, path)
+    return data

@@ -7,13 +7,12 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import Field
 
 from toolbench_adapter.compat import Compat
 from toolbench_adapter.errors import InputError
 from toolbench_adapter.structured.policy import reask_limit
-from toolbench_adapter.yaml_limits import check_expanded_size
+from toolbench_adapter.yaml_limits import read_yaml
 
 from ..search.methods import SearchMethod, known_forms, parse_method
 from .settings_check import (
@@ -206,18 +205,7 @@ def load_yaml(path: str | Path) -> dict:
     """A config file's settings, every one checked (names, types, ranges): InputError (exit 2) naming the
     file, each wrong setting and its fix."""
     path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except FileNotFoundError:
-        raise InputError("config file not found", path=path) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read the config file ({exc})", path=path) from None
-    except yaml.YAMLError as exc:
-        raise InputError(f"config file is not valid YAML: {exc}", path=path) from None
-    except (RecursionError, MemoryError):  # yaml's composer recurses once per nesting level
-        raise InputError("config file is nested too deeply to read", path=path,
-                         fix="a run config is a flat mapping of settings: write it out plainly") from None
-    check_expanded_size(data, path)
+    data = read_yaml(path, "config file", fix="a run config is a flat mapping of settings (README: Runs)") or {}
     if not isinstance(data, dict):
         raise InputError("config file must hold a mapping of run settings", path=path,
                          fix="write one `setting: value` per line, e.g. concurrency: 4")

@@ -24,12 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from toolbench_adapter.errors import InputError
 from toolbench_adapter.query_identity import canonical_sha256
 from toolbench_adapter.registry import UnknownNameError
-from toolbench_adapter.yaml_limits import check_expanded_size
+from toolbench_adapter.yaml_limits import read_yaml
 
 from ..config.run_config import load_yaml, settings_problems
 
@@ -135,18 +133,7 @@ def load_spec(path: str | Path, *, name: str | None = None, base_overrides: dict
     replace base's); ``judges_override``: one judge given by flags replaces the spec's judges; ``axes_override``:
     an axis's values given on the command line (--axis parser=a,b) replace the spec's."""
     path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError("sweep spec not found", path=path, fix="pass the path of a YAML spec (README: Sweeps)") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read the sweep spec ({exc})", path=path) from None
-    except yaml.YAMLError as exc:
-        raise InputError(f"the sweep spec is not valid YAML: {exc}", path=path) from None
-    except (RecursionError, MemoryError):  # yaml's composer recurses once per nesting level
-        raise InputError("the sweep spec is nested too deeply to read", path=path,
-                         fix="see README: Sweeps for the spec's shape") from None
-    check_expanded_size(data, path)  # before anything copies it (an alias bomb never ends)
+    data = read_yaml(path, "sweep spec", fix="see README: Sweeps for the spec's shape and an example")
     if not isinstance(data, dict):
         raise InputError("a sweep spec is a mapping with name, base, axes and judges", path=path,
                          fix="see README: Sweeps for an example")
