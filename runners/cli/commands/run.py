@@ -156,16 +156,25 @@ def add_run_arguments(p, *, fanout: bool = True) -> None:
         p.add_argument("--json", action="store_true", help="print the totals as one JSON object, not as lines")
 
 
-def config_from_args(args) -> RunConfig:
-    settings = load_yaml(args.config) if args.config else {}
+OPTION_SETTINGS = ("backend_options", "dialect_options")  # mappings: a flag's pairs are added, not swapped in
+
+
+def flag_settings(args, below: dict | None = None) -> dict:
+    """The run settings given as flags, over ``below`` (a config file's): a flag replaces its setting, and the
+    --backend-option / --dialect-option pairs are added to the options there."""
+    settings = dict(below or {})
     for f in fields(RunConfig):
         value = getattr(args, f.name, None)
-        if value is not None and f.name not in ("backend_options", "dialect_options"):
+        if value is not None and f.name not in OPTION_SETTINGS:
             settings[f.name] = value
-    if args.backend_option:
-        settings["backend_options"] = {**settings.get("backend_options", {}), **parse_options(args.backend_option)}
-    if args.dialect_option:
-        settings["dialect_options"] = {**settings.get("dialect_options", {}), **parse_options(args.dialect_option)}
+    for name, pairs in (("backend_options", args.backend_option), ("dialect_options", args.dialect_option)):
+        if pairs:
+            settings[name] = {**settings.get(name, {}), **parse_options(pairs)}
+    return settings
+
+
+def config_from_args(args) -> RunConfig:
+    settings = flag_settings(args, load_yaml(args.config) if args.config else {})
     args.max_tokens_from = ("--max-tokens" if args.max_tokens is not None else f"--config {args.config}"
                             if "max_tokens" in settings else None)
     if args.max_tokens_from is None:

@@ -105,23 +105,12 @@ def run(args) -> int:
 
 
 def base_overrides(args) -> dict:
-    """The run flags given on the command line, as base settings."""
-    from dataclasses import fields
+    """The run flags given on the command line, as base settings (--name names the sweep)."""
+    from .run import flag_settings
 
-    from ...config import RunConfig
-    from ._common import parse_options
-
-    settings = {}
-    for f in fields(RunConfig):
-        value = getattr(args, f.name, None)
-        if value is not None and f.name not in ("name", "out_root", "backend_options", "dialect_options"):
-            settings[f.name] = value
+    settings = {k: v for k, v in flag_settings(args).items() if k not in ("name", "out_root")}
     if args.config is not None:  # --config= (empty): no config file, the spec's base one left out too
         settings["config"] = args.config
-    if args.backend_option:
-        settings["backend_options"] = parse_options(args.backend_option)
-    if args.dialect_option:
-        settings["dialect_options"] = parse_options(args.dialect_option)
     return settings
 
 
