@@ -338,3 +338,12 @@ def test_the_dry_runs_bound_on_a_querys_model_calls(settings, bound):
     from runners.sweep.dry_run import calls_per_query
 
     assert calls_per_query(RunConfig(**settings)) == bound
+
+
+def test_option_flags_are_added_to_the_specs_options_as_tba_run_adds_them_to_its_config(tmp_path, judge):
+    """--backend-option k=v on the command line adds to base's backend_options (tba run adds it to its --config
+    file's); it used to replace them, dropping the spec's own."""
+    spec = write(tmp_path, issue_spec(judge).replace("limit: 3}", "limit: 3, backend_options: {delay_s: 0.01}}"))
+    assert sweep(spec, tmp_path / "sweeps", "--cells", "CoT@1__react-find", "--backend-option", "model=other") == 0
+    manifest = json.loads((tmp_path / "sweeps" / "demo" / "CoT@1__react-find" / "manifest.json").read_text())
+    assert manifest["config"]["backend_options"] == {"delay_s": 0.01, "model": "other"}

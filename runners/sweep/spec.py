@@ -142,8 +142,12 @@ def load_spec(path: str | Path, *, name: str | None = None, base_overrides: dict
             raise InputError(f"unknown key {key!r}", path=path, field=str(key),
                              fix=f"use {', '.join(TOP_KEYS)}")
     raw = json.loads(json.dumps(data, default=str))  # plain JSON types, as sweep.json keeps it
-    if base_overrides:
-        raw["base"] = {**(raw.get("base") or {}), **base_overrides}
+    if base_overrides:  # a flag replaces its setting; option pairs are added to base's, as tba run adds them
+        base = dict(raw.get("base") or {})
+        for key, value in base_overrides.items():
+            merge = key.endswith("_options") and isinstance(base.get(key), dict)
+            base[key] = {**base[key], **value} if merge else value
+        raw["base"] = base
     if judges_override is not None:
         raw["judges"] = judges_override
     if name is not None:
