@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 from toolbench_adapter.structured.policy import reask_limit
@@ -28,8 +27,7 @@ def calls_per_query(cfg: RunConfig) -> int:
     return turns if not reasks else min(turns * (1 + reasks), turns + cfg.max_query_count)
 
 
-def print_plan(spec: Spec, sweep_dir: Path, plans: list[CellPlan], state: SweepState,
-               count_queries: Callable[[RunConfig], int]) -> None:
+def print_plan(spec: Spec, sweep_dir: Path, plans: list[CellPlan], state: SweepState) -> None:
     print(f"sweep {spec.name} -> {sweep_dir}: {len(plans)} cells "
           f"({' x '.join(f'{a.name} {len(a.values)}' for a in spec.axes)}), {len(spec.judges)} judge(s); "
           f"spec {spec.path} (sha256 {spec.digest()[:12]})")
@@ -37,10 +35,9 @@ def print_plan(spec: Spec, sweep_dir: Path, plans: list[CellPlan], state: SweepS
     width = max(len(p.cell.name) for p in plans)
     print(f"  {'cell':<{width}}  {'state':<8} {'queries':>7}  model calls at most")
     for plan in plans:
-        queries = count_queries(plan.cfg)
-        bound = queries * calls_per_query(plan.cfg)
+        bound = plan.queries * calls_per_query(plan.cfg)
         record = state.cell(plan.cell.name)
-        print(f"  {plan.cell.name:<{width}}  {record.get('state', 'pending'):<8} {queries:>7}  {bound}"
+        print(f"  {plan.cell.name:<{width}}  {record.get('state', 'pending'):<8} {plan.queries:>7}  {bound}"
               + (f"  ({record['reason']})" if record.get("reason") else ""))
         for url in model_urls(plan.cfg) or [f"{plan.cfg.backend} (in this process)"]:
             bounds[url] = bounds.get(url, 0) + bound  # several endpoints of one model: any may answer them all

@@ -54,6 +54,7 @@ class CellPlan:
     judges: list[JudgePlan]
     redo: str  # the command that redoes this cell alone
     share_key: str | None = None  # cells with the same key ask the model through one memo
+    queries: int = 0  # the queries it selects (read while planning)
 
 
 DEFAULT_MAX_CELLS = 64  # cells at once unless told: each holds threads (its queries in flight) and a tool server

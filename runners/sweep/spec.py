@@ -86,8 +86,14 @@ class Spec:
     endpoints: dict[str, dict[str, Any]] = field(default_factory=dict)
     judge_cache: str = "results/cache/judge.jsonl"
     raw: dict[str, Any] = field(default_factory=dict)  # as read (plus overrides): what sweep.json records
+    _cells: list[Cell] | None = field(default=None, init=False, repr=False)  # built once: config files read once
 
     def cells(self) -> list[Cell]:
+        if self._cells is None:
+            self._cells = self._build_cells()
+        return self._cells
+
+    def _build_cells(self) -> list[Cell]:
         check_cell_count(self.axes, self.path)
         cells = []
         for combination in itertools.product(*(axis.values for axis in self.axes)):

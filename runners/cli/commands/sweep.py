@@ -7,6 +7,7 @@ import os
 import shlex
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 HELP = """\
@@ -209,13 +210,13 @@ class SweepCommand:
         cells = self.spec.cells()
         chosen = self.chosen(cells)
         judges = [judge_args(self.spec, i, j.settings) for i, j in enumerate(self.spec.judges)]
-        plans = [self.plan(cell, judges, len(chosen)) for cell in chosen]
+        partners = Counter(cell.shares_calls_with() for cell in chosen)  # cells that differ at most in the parser
+        plans = [self.plan(cell, judges, partners) for cell in chosen]
         state = SweepState.open(self.sweep_dir, self.spec, cells, self.redo())
         if self.args.dry_run:
             from ...sweep.dry_run import print_plan
-            from .eval import check_run_settings
 
-            print_plan(self.spec, self.sweep_dir, plans, state, lambda cfg: len(check_run_settings(cfg)))
+            print_plan(self.spec, self.sweep_dir, plans, state)
             return 0
         check_writable(self.sweep_dir)
         check_cache_path(self.judge_cache, "--judge-cache")
@@ -235,7 +236,7 @@ class SweepCommand:
         return [c for c in cells if c.name in self.args.cells]
 
     # -- planning: every setting checked, nothing run -----------------------------------------------------
-    def plan(self, cell, judges, n_cells):
+    def plan(self, cell, judges, partners):
         from dataclasses import replace
 
         from toolbench_adapter.errors import InputError
@@ -253,23 +254,18 @@ class SweepCommand:
             if "concurrency" not in cell.settings and urls:  # enough queries in flight to fill its endpoints alone
                 cfg = replace(cfg, concurrency=sum(max_in_flight(self.spec, u) for u in urls))
             cfg.validate()
-            check_run_settings(cfg)
+            queries = len(check_run_settings(cfg))
             prepare(cfg, make_backend(cfg))  # the dialect and parser fit the backend
         except InputError as exc:
             raise InputError(exc.problem, path=self.spec.path,
                              field=f"{where}: {exc.field}" if exc.field else where, fix=exc.fix) from None
         plans = [self.judge_plan(label.label, jargs, cfg) for label, jargs in zip(self.spec.judges, judges,
                                                                                    strict=True)]
-        return CellPlan(cell=cell, cfg=cfg, judges=plans, redo=self.redo(cell.name), share_key=self.share_key(cell, cfg))
-
-    def share_key(self, cell, cfg) -> str | None:
-        """Cells that differ only in the parser share one model memo: threads, temperature 0, and another cell
-        of the spec with the same key."""
-        if cfg.executor != "threads" or cfg.temperature:
-            return None
         key = cell.shares_calls_with()
-        partners = [c for c in self.spec.cells() if c.shares_calls_with() == key]
-        return key if len(partners) > 1 else None
+        # one model memo for the cells that differ only in the parser: threads, temperature 0, another such cell
+        shared = cfg.executor == "threads" and not cfg.temperature and partners[key] > 1
+        return CellPlan(cell=cell, cfg=cfg, judges=plans, redo=self.redo(cell.name), share_key=key if shared else None,
+                        queries=queries)
 
     def judge_plan(self, label, jargs, cfg):
         from toolbench_adapter.errors import InputError
