@@ -25,6 +25,7 @@ from typing import Any
 from tqdm import tqdm
 
 from toolbench_adapter.errors import InputError
+from toolbench_adapter.report.sweep_record import DONE, FAILED, PENDING, RUNNING
 
 from ..config import RunConfig
 from ..execution.fanout import CountingBackend
@@ -33,7 +34,7 @@ from ..execution.runner import Runner
 from ..judging.evaluate import evaluate_run
 from ..models.memo import MemoBackend
 from .spec import Cell
-from .state import DONE, FAILED, PENDING, RUNNING, SweepState
+from .state import SweepState
 
 
 @dataclass

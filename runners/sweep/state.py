@@ -16,12 +16,9 @@ from typing import Any
 
 from toolbench_adapter.errors import InputError
 from toolbench_adapter.fileio import write_json_atomic
+from toolbench_adapter.report.sweep_record import FORMAT, PENDING, SWEEP_FILE
 
 from .spec import Cell, Spec, redact, redact_spec
-
-SWEEP_FILE = "sweep.json"
-FORMAT = "tba-sweep/1"
-DONE, FAILED, PENDING, RUNNING = "done", "failed", "pending", "running"
 
 
 def iso_time(seconds: float | None = None) -> str:

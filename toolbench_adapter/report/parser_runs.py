@@ -30,6 +30,7 @@ from ..fileio import read_json, write_text_atomic
 from ..protocol.env import STATUS_NAMES
 from ..runfolder import FANOUT, MANIFEST, STEPS
 from .axes import axes_text, axis_header, judge_text, judges_line, settings_of
+from .sweep_record import DONE, SWEEP_FILE, read_sweep
 
 PASS_THRESHOLD = 0.5  # a query passes when its mean label points exceed this
 # what makes two step records "the same step": the rung tells whether the parser decoded the arguments
@@ -133,22 +134,15 @@ def expand_run_paths(paths: list[str | Path]) -> list[Path]:
     return runs
 
 
-SWEEP_FILE = "sweep.json"  # runners/sweep/state.py writes it
-
-
 def sweep_cells(sweep_dir: Path) -> list[Path]:
     """A sweep's done cells in its spec's order, the baseline first; none done is exit 2 naming the sweep."""
-    record = read_json(sweep_dir / SWEEP_FILE)
-    cells = record.get("cells") if isinstance(record, dict) else None
-    if not isinstance(cells, list):
-        raise InputError("not a sweep's state file (no cells list)", path=sweep_dir / SWEEP_FILE, field="cells",
-                         fix="pass the folder tba sweep wrote (OUT/NAME)")
-    done = [c for c in cells if isinstance(c, dict) and c.get("state") == "done"]
+    record = read_sweep(sweep_dir)
+    done = [c for c in record["cells"] if c["state"] == DONE]
     if not done:
         raise InputError("the sweep has no cell done yet", path=sweep_dir, field="cells",
                          fix="run the sweep first: tba sweep SPEC (its failed cells are named with their redo)")
-    done.sort(key=lambda c: c.get("name") != record.get("baseline"))
-    return [sweep_dir / Path(str(c.get("run_dir") or c.get("name"))).name for c in done]  # never outside it
+    done.sort(key=lambda c: c["name"] != record.get("baseline"))
+    return [sweep_dir / Path(c["run_dir"]).name for c in done]  # never outside it
 
 
 def load_variants(paths: list[Path], judge_id: str | None = None) -> list[RunVariant]:

@@ -24,8 +24,9 @@ from ..evaluation.storage import write_text_atomic
 from .headline import facts, headline
 from .html import _asset, render_page
 from .run_data import MANIFEST, load_run
-from .sweep_matrix import SWEEP_FILE, Matrix, build_matrix
+from .sweep_matrix import Matrix, build_matrix
 from .sweep_matrix_render import to_html
+from .sweep_record import SWEEP_FILE
 
 RUN_PAGE = "report.html"
 MAX_DEPTH = 4  # sweeps nest runs a few folders down (results/runs/{sweep}/{model}/{run})
