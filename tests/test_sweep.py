@@ -347,3 +347,17 @@ def test_option_flags_are_added_to_the_specs_options_as_tba_run_adds_them_to_its
     assert sweep(spec, tmp_path / "sweeps", "--cells", "CoT@1__react-find", "--backend-option", "model=other") == 0
     manifest = json.loads((tmp_path / "sweeps" / "demo" / "CoT@1__react-find" / "manifest.json").read_text())
     assert manifest["config"]["backend_options"] == {"delay_s": 0.01, "model": "other"}
+
+
+def test_one_progress_bar_counts_every_cells_queries(tmp_path, capsys):
+    """Without --quiet: one bar over all the cells' queries as they end (a done cell's at once), the cells ended in
+    its postfix; each cell's own run keeps no bar of its own."""
+    spec = write(tmp_path, """name: bar
+base: {backend: scripted, groups: [G1_instruction, G1_tool]}
+axes: {seed: [1, 2]}
+judges: []
+""")
+    for _ in range(2):  # a run, then a rerun in which both cells were done before
+        assert main(["sweep", str(spec), "--out", str(tmp_path / "sweeps")]) == 0
+        err = capsys.readouterr().err
+        assert "4/4 [" in err and "cells ended 2/2, failed 0" in err, err[-1000:]

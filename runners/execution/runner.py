@@ -22,6 +22,7 @@ import json
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +87,8 @@ class Runner:
         self.client_options = {"timeout_s": cfg.server_timeout, "attempts": cfg.server_attempts,
                                **(client_options or {})}
         self.progress = progress
+        # called with each query's outcome as it ends, and once with the count already done (a sweep's one bar)
+        self.on_query_end: Callable[[QueryOutcome | int], None] | None = None
         self.command = command  # the command line that started this session (the manifest keeps it: redo hint)
         # how queries are spread (execution/executors.py): threads here, or Ray workers; made now so a missing
         # extra is exit 2 before anything is written
@@ -200,6 +203,8 @@ class Runner:
             self.structured.check_backend(self.backend)
         previous = self.check_manifest(self.effective_model())  # the model the endpoint serves, now known
         todo, done_before = self.pending()
+        if self.on_query_end is not None and done_before:
+            self.on_query_end(done_before)
         # steps.jsonl from the per-query files of what stays (an interrupted session's appends may be torn or
         # repeat a query that runs again): this session appends each query's records as it ends
         self.appends.close()  # steps.jsonl is rewritten whole next (resume's appends to queries.jsonl are done)
@@ -240,6 +245,8 @@ class Runner:
                             self.record_outcome(outcome.stats, outcome.failure)
                         outcomes.append(outcome)
                         tally.add(outcome)
+                        if self.on_query_end is not None:
+                            self.on_query_end(outcome)
                         bar.update(1)
                         bar.set_postfix_str(tally.text(), refresh=False)
                 if self.write_failure is not None:  # as a Ctrl-C, the queries in flight ended first

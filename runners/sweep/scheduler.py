@@ -92,6 +92,7 @@ class SweepScheduler:
         self._judging: dict[str, threading.Lock] = {j.label: threading.Lock() for p in plans for j in p.judges}
         self.stopping = False  # Ctrl-C: start no cell, let each running one stop starting queries
         self.stopped_now = False  # a second Ctrl-C: the cells in flight are left as they are
+        self._bar: tqdm | None = None
 
     # -- what a cell needs ----------------------------------------------------------------------------------
     def done_before(self, plan: CellPlan) -> bool:
@@ -117,6 +118,7 @@ class SweepScheduler:
     def run_cell(self, plan: CellPlan) -> CellResult:
         name = plan.cell.name
         if self.done_before(plan):
+            self._advance(plan.queries)
             return CellResult(name, DONE, ran=False, line=f"done before  {name} (nothing rewritten)")
         if self.stopping:
             return CellResult(name, PENDING, reason="not started: interrupted", ran=False)
@@ -149,6 +151,7 @@ class SweepScheduler:
 
     def _run_and_judge(self, plan: CellPlan) -> str:
         runner = Runner(plan.cfg, backend=self.backend_for(plan), progress=False, command=plan.redo)
+        runner.on_query_end = lambda ended: self._advance(ended if isinstance(ended, int) else 1)
         with self._lock:
             self._runners.append(runner)
             if self.stopping:
@@ -186,17 +189,24 @@ class SweepScheduler:
                 f"calls; " + (f"judged by {'; '.join(judged)}" if judged else "not judged (the spec's judges: [])"))
 
     # -- all cells -------------------------------------------------------------------------------------------
+    def _advance(self, queries: int) -> None:
+        if self._bar is not None:
+            self._bar.update(queries)  # tqdm locks its own updates: the cells' threads call this
+
     def run(self) -> list[CellResult]:
+        """Every cell, at most max_cells at once; one progress bar over all their queries (judging not counted),
+        its postfix the cells ended."""
         results: list[CellResult] = []
-        bar = tqdm(total=len(self.plans), desc=f"sweep {self.state.record['name']}", unit="cell",
-                   disable=not self.progress, dynamic_ncols=True, file=sys.stderr)
+        bar = self._bar = tqdm(total=sum(p.queries for p in self.plans), desc=f"sweep {self.state.record['name']}",
+                               unit="query", disable=not self.progress, dynamic_ncols=True, file=sys.stderr)
         pool = ThreadPoolExecutor(max_workers=self.max_cells, thread_name_prefix="cell")
         futures = {pool.submit(self.run_cell, plan): plan for plan in self.plans}
         try:
             for future in as_completed(futures):
                 result = future.result()
                 results.append(result)
-                bar.update(1)
+                failed = sum(r.state == FAILED for r in results)
+                bar.set_postfix_str(f"cells ended {len(results)}/{len(self.plans)}, failed {failed}")
                 if result.line:
                     bar.write(result.line) if self.progress else self.say(result.line)
         except KeyboardInterrupt:  # the first: no more cells or queries start; the running ones end their queries
