@@ -123,6 +123,10 @@ judges: [{{backend: openai, url: "{judge.url}", model: judge-x, api_key: x, eval
     assert len(list(alive.glob("G1_*/*.json"))) == 2 and (alive / "eval" / state["alive"]["evaluations"]["judge-x"]).is_dir()
     assert sweep(spec, out) == 3  # still dead: the alive cell is skipped, the dead one tried again
     assert "done before  alive" in capsys.readouterr().out
+    from toolbench_adapter.report.parser_runs import sweep_cells
+
+    assert sweep_cells(out / "two") == [alive]  # compare-runs on the sweep's folder: the done cells, the rest said
+    assert "1 of 2 cells not done, left out: dead (failed)" in capsys.readouterr().err
 
 
 def test_a_judge_that_gives_no_verdict_fails_the_cell(tmp_path, capsys):

@@ -17,6 +17,7 @@ import csv
 import io
 import json
 import statistics
+import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -141,6 +142,10 @@ def sweep_cells(sweep_dir: Path) -> list[Path]:
     if not done:
         raise InputError("the sweep has no cell done yet", path=sweep_dir, field="cells",
                          fix="run the sweep first: tba sweep SPEC (its failed cells are named with their redo)")
+    left = [f"{c['name']} ({c['state']})" for c in record["cells"] if c["state"] != DONE]
+    if left:  # compared without them: said, never silently
+        print(f"{sweep_dir}: {len(left)} of {len(record['cells'])} cells not done, left out: {', '.join(left)}",
+              file=sys.stderr)
     done.sort(key=lambda c: c["name"] != record.get("baseline"))
     return [sweep_dir / Path(c["run_dir"]).name for c in done]  # never outside it
 
