@@ -23,9 +23,9 @@ from runners.models.base import ModelRequest
 from runners.models.hf import HFBackend, default_threads
 from toolbench_adapter.dialects import make_dialect
 from toolbench_adapter.messages import initial_messages
-from toolbench_adapter.queries import QuerySet
+from toolbench_adapter.queryset.queries import QuerySet
+from toolbench_adapter.queryset.toolset import build_toolset
 from toolbench_adapter.structured.grammar import reply_constraint
-from toolbench_adapter.toolset import build_toolset
 
 CONFIG = "runners/configs/smollm2.yaml"
 

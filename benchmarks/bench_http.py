@@ -1,4 +1,4 @@
-"""CPU per JSON POST: requests against the lean lane (toolbench_adapter/lean_http.py), side by side in one run.
+"""CPU per JSON POST: requests against the lean lane (toolbench_adapter/net/lean_http.py), side by side in one run.
 
 Every HTTP call of a run (tool server, model endpoints, judge) is a small JSON POST through
 ``HttpTransport.post_json``. This posts a tool-call-sized body to a loopback stub (bench_runner.py's tool server,
@@ -31,8 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_runner import serve_in_subprocess  # noqa: E402
 
-from toolbench_adapter.http_session import EnvCachedSession  # noqa: E402
-from toolbench_adapter.transport import HttpTransport  # noqa: E402
+from toolbench_adapter.net.http_session import EnvCachedSession  # noqa: E402
+from toolbench_adapter.net.transport import HttpTransport  # noqa: E402
 
 BODY = {"category": "Weather", "tool_name": "sky", "api_name": "now", "tool_input": '{"city": "Paris"}',
         "strip": "truncate", "toolbench_key": "EMPTY"}

@@ -12,7 +12,7 @@ each run at concurrency --concurrency.
 
 - sweep: `tba sweep` on a spec of those cells with `endpoints: {URL: {max_in_flight: capacity}}` where the command
   exists; until then (or with --emulate) its emulation: the 8 runs as concurrent Runner threads in this process,
-  sharing the per-endpoint caps of toolbench_adapter/inflight.py.
+  sharing the per-endpoint caps of toolbench_adapter/net/inflight.py.
 - one after another: the same 8 runs in turn (what `make compare-structured` did), no caps.
 
 Printed per phase: wall time, the capacity bound (model calls x delay / all slots; the per-endpoint bound when the
@@ -42,7 +42,7 @@ from loopback_json import JsonHandler, agent_message, chat_completion, serve  # 
 
 from runners.config import RunConfig  # noqa: E402
 from runners.execution.runner import Runner  # noqa: E402
-from toolbench_adapter.inflight import clear_caps, set_cap  # noqa: E402
+from toolbench_adapter.net.inflight import clear_caps, set_cap  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "data" / "sample"
@@ -244,7 +244,7 @@ def main() -> None:
             utilisation, ratio = report(label, sweep, args)
             if held is not None:
                 print(f"{'':<22} emulated: the {len(all_cells)} runs as threads of this process sharing caps of "
-                      f"{args.capacity} per endpoint (inflight.py), whose own accounting says {held:.0%} of their "
+                      f"{args.capacity} per endpoint (net/inflight.py), whose own accounting says {held:.0%} of their "
                       f"slots held")
             if not args.no_sequential:
                 sequential = str(Path(tmp, "sequential"))

@@ -3,7 +3,7 @@
 It answers /v1/completions and /v1/chat/completions from a script (replies given in order, the last one
 repeated) or a function, serves /v1/models, records every request body, and can be told to fail the next
 N requests with a status (429, 500, ...), to fail the requests ``fail_when`` picks by content, or to hang.
-A judge preflight's test request (toolbench_adapter/evaluation/preflight.py) is answered apart, in
+A judge preflight's test request (toolbench_adapter/evaluation/judging/preflight.py) is answered apart, in
 ``probes``. The context manager always stops the server.
 
     with OpenAIStandin(completions=["Thought: x"]) as standin:
@@ -24,7 +24,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from runners.serving.openai_server import LoopbackServer
-from toolbench_adapter.evaluation.preflight import PREFLIGHT_MARKER
+from toolbench_adapter.evaluation.judging.preflight import PREFLIGHT_MARKER
 
 DEFAULT_MODEL = "standin-model"
 
@@ -65,7 +65,7 @@ class OpenAIStandin:
         self._hangs = 0
         self._hang_seconds = 0.0
         self.requests: list[tuple[str, dict]] = []  # (endpoint, body) of every POST, failed ones included
-        self.probes: list[tuple[str, dict]] = []  # judge preflight test requests (evaluation/preflight.py)
+        self.probes: list[tuple[str, dict]] = []  # judge preflight test requests (evaluation/judging/preflight.py)
         self._server = LoopbackServer(self._app())
 
     @property

@@ -9,8 +9,8 @@ import os
 import threading
 import time
 
-import toolbench_adapter.fileio as fileio
-from toolbench_adapter.fileio import AppendFiles
+import toolbench_adapter.files.fileio as fileio
+from toolbench_adapter.files.fileio import AppendFiles
 
 
 def test_concurrent_appends_land_whole(tmp_path):

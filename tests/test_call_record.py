@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolbench_adapter.call_record import CallRecorder, RawJSON, decode_requests, encode_record
+from toolbench_adapter.runs.call_record import CallRecorder, RawJSON, decode_requests, encode_record
 
 JSON_LEAVES = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text()
 JSON = st.recursive(JSON_LEAVES, lambda inner: st.lists(inner, max_size=4)
@@ -41,7 +41,7 @@ def test_encode_record_writes_the_bytes_of_json_dumps(record, raw_values):
 
 
 def test_a_string_equal_to_the_mark_elsewhere_in_the_record_changes_nothing():
-    from toolbench_adapter.call_record import _MARK
+    from toolbench_adapter.runs.call_record import _MARK
 
     record = {"a": f"{_MARK}sent", "sent": RawJSON('{"kind": "text"}'), "b": [f"{_MARK}sent"]}
     assert encode_record(record) == json.dumps(as_data(record))

@@ -12,11 +12,11 @@ import pytest
 
 from tests.faulty_http import FaultyServer
 from toolbench_adapter.env import ToolEnv
-from toolbench_adapter.queries import Query
+from toolbench_adapter.net.ratelimit import RateLimiter
+from toolbench_adapter.queryset.queries import Query
+from toolbench_adapter.queryset.toolset import build_toolset
 from toolbench_adapter.server.client import ClientConfig, ReplyKind, ServerClient, virtual_url
-from toolbench_adapter.server.ratelimit import RateLimiter
 from toolbench_adapter.server.standin import Reply, StandInServer
-from toolbench_adapter.toolset import build_toolset
 
 OK_ANSWER = {"error": "", "response": {"temp": 21}}
 

@@ -28,7 +28,7 @@ from toolbench_adapter.evaluation.comparability import (
     stb_digests,
 )
 from toolbench_adapter.evaluation.evaluations import choose_evaluation
-from toolbench_adapter.queries import QuerySet
+from toolbench_adapter.queryset.queries import QuerySet
 from toolbench_adapter.report.headline import headline
 from toolbench_adapter.report.run_data import load_run
 
@@ -178,8 +178,8 @@ def test_an_evaluation_meeting_every_condition_says_comparable_yes(tmp_path, cap
 
 
 def test_score_files_say_their_setup_is_not_recorded(tmp_path):
-    from toolbench_adapter.evaluation.results import ScoreRow
-    from toolbench_adapter.evaluation.scores import Score
+    from toolbench_adapter.evaluation.scoring.results import ScoreRow
+    from toolbench_adapter.evaluation.scoring.scores import Score
     from toolbench_adapter.report.tables import build_leaderboards, to_markdown
 
     board = build_leaderboards([ScoreRow("m", "G1_instruction", Score("SoPR", "upstream", 50.0, n=4))])[0]

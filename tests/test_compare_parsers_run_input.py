@@ -16,8 +16,8 @@ from runners.cli import main
 from runners.config import RunConfig
 from runners.execution.runner import Runner
 from runners.models.scripted import ScriptedBackend
-from toolbench_adapter.parser_corpus import read_outputs
 from toolbench_adapter.parsers import get_parser
+from toolbench_adapter.report.parser_corpus import read_outputs
 
 FUNCTION_NAME = re.compile(r"""["']name["']: ["']([^"']+)["']""")
 FINISH = 'Thought: done\nAction: Finish\nAction Input: {"return_type": "give_answer", "final_answer": "42"}'

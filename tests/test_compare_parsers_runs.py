@@ -15,7 +15,7 @@ from runners.models.react_script import react_script
 from runners.models.scripted import ScriptedBackend
 from toolbench_adapter.errors import InputError
 from toolbench_adapter.evaluation.storage import write_label_files
-from toolbench_adapter.parser_corpus import ModelOutput
+from toolbench_adapter.report.parser_corpus import ModelOutput
 from toolbench_adapter.report.parser_runs import (
     call_texts,
     compare_runs,

@@ -14,7 +14,7 @@ import pytest
 
 from runners.cli import main
 from toolbench_adapter.protocol.query_files import QUERY_FILE_SHA256
-from toolbench_adapter.queries import PROJECT_DATA
+from toolbench_adapter.queryset.queries import PROJECT_DATA
 
 SHIPPED = PROJECT_DATA / "stabletoolbench"
 INSTRUCTION = "solvable_queries/test_instruction/G3_instruction.json"

@@ -96,7 +96,7 @@ def test_the_checks_read_what_the_page_holds():
     assert {"Makefile", "runners/", "cli/", "execution/", "failures.py", "toolbench_adapter/", "evaluation/",
             "naming", "http_session", "data/published/", "tests/", "runner.py", "main.py"} <= names
     paths = prose_paths()
-    assert "toolbench_adapter/runfolder.py" in paths and "execution/runner.py" in paths
+    assert "toolbench_adapter/runs/folder.py" in paths and "execution/runner.py" in paths
     assert not any(placeholder(p) for p in paths)
 
 

@@ -16,12 +16,12 @@ from runners.models.scripted import scripted_call
 from tests.faulty_http import FaultyServer
 from tests.openai_standin import OpenAIStandin, Reply
 from toolbench_adapter.errors import InputError
-from toolbench_adapter.evaluation.chat import OpenAIChatClient
-from toolbench_adapter.queries import resolve_root
+from toolbench_adapter.evaluation.judging.chat import OpenAIChatClient
+from toolbench_adapter.net.transport import merge_stats, url_list
+from toolbench_adapter.queryset.queries import resolve_root
 from toolbench_adapter.server.app import ServerConfig, build_virtual_server, create_app
 from toolbench_adapter.server.client import ServerClient
 from toolbench_adapter.server.runner import EmbeddedServer
-from toolbench_adapter.transport import merge_stats, url_list
 
 
 def dead_url(path: str = "") -> str:

@@ -10,9 +10,9 @@ import pytest
 from toolbench_adapter.compat import STB, STRICT
 from toolbench_adapter.env import ToolEnv, render, truncate
 from toolbench_adapter.protocol import env as E
-from toolbench_adapter.queries import Query
+from toolbench_adapter.queryset.queries import Query
+from toolbench_adapter.queryset.toolset import build_toolset
 from toolbench_adapter.server.client import ReplyKind, ServerReply
-from toolbench_adapter.toolset import build_toolset
 
 
 def _api(name: str, tool: str = "Weather Tool", category: str = "Weather") -> dict:

@@ -8,8 +8,8 @@ import pytest
 
 from toolbench_adapter.errors import InputError
 from toolbench_adapter.evaluation.labels import Label
-from toolbench_adapter.evaluation.results import rows_from_labels
-from toolbench_adapter.evaluation.scores import average, sopr, sowr
+from toolbench_adapter.evaluation.scoring.results import rows_from_labels
+from toolbench_adapter.evaluation.scoring.scores import average, sopr, sowr
 from toolbench_adapter.evaluation.storage import read_label_file, read_preference_file, write_label_files
 
 S, U, N = Label.SOLVED, Label.UNSURE, Label.UNSOLVED
@@ -73,7 +73,7 @@ README_ROWS = [
 
 
 def readme_scores(cells: str):
-    from toolbench_adapter.evaluation.scores import Score
+    from toolbench_adapter.evaluation.scoring.scores import Score
 
     return [Score("SoPR", "upstream", *map(float, cell.split("±"))) for cell in cells.split()]
 
@@ -91,7 +91,7 @@ def test_average_is_mean_of_means_and_mean_of_stds(name, cells, expected):
 
 def test_average_of_a_row_that_is_not_the_mean_is_detected():
     # §12.4 ToolLLaMA v2 (DFS) SoWR: the README prints 54.0, the six cells average 46.1
-    from toolbench_adapter.evaluation.scores import Score
+    from toolbench_adapter.evaluation.scoring.scores import Score
 
     cells = [Score("SoWR", "upstream", v) for v in (42.3, 51.0, 31.0, 67.0, 54.0, 31.1)]
     assert average(cells).text(with_std=False) == "46.1"

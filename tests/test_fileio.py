@@ -9,16 +9,16 @@ import stat
 import pytest
 
 from toolbench_adapter.errors import InputError
-from toolbench_adapter.fileio import (
+from toolbench_adapter.files.fileio import (
     OutputPathError,
     check_writable,
     current_umask,
     write_json_atomic,
     write_text_atomic,
 )
-from toolbench_adapter.parser_corpus import ModelOutput
+from toolbench_adapter.report.parser_corpus import ModelOutput
 from toolbench_adapter.report.parsers import compare_parsers, write_comparison
-from toolbench_adapter.runfolder import MANIFEST
+from toolbench_adapter.runs.folder import MANIFEST
 
 
 @pytest.fixture
@@ -91,7 +91,7 @@ def test_lone_surrogates_are_written_as_json_escapes(tmp_path):
 def test_read_json_refuses_deep_nesting_and_non_utf8_as_input_errors(tmp_path):
     # json.load raises RecursionError (not JSONDecodeError) past the stack: without the catch a traceback escapes
     from toolbench_adapter.errors import InputError
-    from toolbench_adapter.fileio import read_json
+    from toolbench_adapter.files.fileio import read_json
 
     deep = tmp_path / "deep.json"
     deep.write_text("[" * 200_000 + "]" * 200_000)

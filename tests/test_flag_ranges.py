@@ -10,8 +10,8 @@ from runners.cli import build_parser, main
 from runners.cli.ranges import Ranged
 from runners.config.settings_check import flag_for
 from toolbench_adapter.errors import InputError
-from toolbench_adapter.evaluation.passrate import judge_converted
-from toolbench_adapter.evaluation.scores import sopr
+from toolbench_adapter.evaluation.judging.passrate import judge_converted
+from toolbench_adapter.evaluation.scoring.scores import sopr
 
 
 def commands(parser: argparse.ArgumentParser, words=()):

@@ -18,8 +18,8 @@ from tests.conftest import FIXTURES_ROOT, _need
 from toolbench_adapter.answers.convert import convert_folder
 from toolbench_adapter.answers.read import UnusableAnswer, load_answer, read_recorded
 from toolbench_adapter.protocol import env as E
-from toolbench_adapter.queries import Query
-from toolbench_adapter.toolset import build_toolset
+from toolbench_adapter.queryset.queries import Query
+from toolbench_adapter.queryset.toolset import build_toolset
 
 GROUP = "G1_instruction"
 TOOLS = [{"category_name": "Weather", "tool_name": "Sky Tool", "api_name": "Now", "required_parameters": [],

@@ -6,8 +6,8 @@ import pytest
 import requests
 import requests.sessions
 
-from toolbench_adapter.http_session import EnvCachedSession
-from toolbench_adapter.transport import HttpTransport
+from toolbench_adapter.net.http_session import EnvCachedSession
+from toolbench_adapter.net.transport import HttpTransport
 
 URLS = ["http://127.0.0.1:8080/virtual", "http://tools.example:9000/virtual", "https://api.example/v1/chat"]
 
@@ -95,7 +95,7 @@ def test_prepared_requests_are_requests_own(request_fields, session_setup):
 
 
 def test_netrc_auth_is_honoured_and_read_once_per_url(tmp_path, monkeypatch):
-    import toolbench_adapter.http_session as http_session
+    import toolbench_adapter.net.http_session as http_session
 
     netrc = tmp_path / "netrc"
     netrc.write_text("machine tools.example login alice password s3cret\n")

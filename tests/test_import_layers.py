@@ -50,13 +50,13 @@ def test_the_project_keeps_every_import_contract(project_copy):
     # a search algorithm reaching up into the run that drives it
     ("runners/search/tree.py", "from runners.execution import runner  # noqa", "runners: cli -> sweep -> judging"),
     # the library importing the part that moves
-    ("toolbench_adapter/fileio.py", "import runners.failures  # noqa", "toolbench_adapter imports nothing"),
+    ("toolbench_adapter/files/fileio.py", "import runners.failures  # noqa", "toolbench_adapter imports nothing"),
     # a backend importing another backend
     ("runners/models/scripted.py", "from runners.models import hf  # noqa", "model backends do not import"),
     # the search writing files
     ("runners/search/cot.py", "from toolbench_adapter import runfolder  # noqa", "runners.search writes no files"),
     # the judge's library reaching the runners (unseen while evaluation/ had no __init__.py)
-    ("toolbench_adapter/evaluation/counts.py", "from runners.execution import runner  # noqa",
+    ("toolbench_adapter/evaluation/scoring/counts.py", "from runners.execution import runner  # noqa",
      "toolbench_adapter imports nothing"),
 ])
 def test_a_wrong_import_breaks_a_contract(project_copy, tmp_path, module, line, broken):
@@ -130,7 +130,7 @@ def test_the_hf_judge_exists_whichever_module_is_imported_first():
     """No registration at import time: the library's CHAT_CLIENTS names the hf judge (an entry point of the
     installed package, setup.cfg) before anything under runners/ is imported, and importing runners registers
     nothing."""
-    code = ("import sys; from toolbench_adapter.evaluation.chat import CHAT_CLIENTS; "
+    code = ("import sys; from toolbench_adapter.evaluation.judging.chat import CHAT_CLIENTS; "
             "assert 'hf' in CHAT_CLIENTS.names(), CHAT_CLIENTS.names(); "
             "assert not any(m == 'runners' or m.startswith('runners.') for m in sys.modules); "
             "print(CHAT_CLIENTS.get('hf').__module__)")

@@ -1,4 +1,4 @@
-"""Per-endpoint caps on requests in flight (toolbench_adapter/inflight.py): one cap per URL, held by every
+"""Per-endpoint caps on requests in flight (toolbench_adapter/net/inflight.py): one cap per URL, held by every
 HttpTransport of the process (model endpoints and judge alike), and its busy-slot accounting."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import pytest
 
 from runners.models.openai_http import OpenAIEndpoint
 from tests.faulty_http import OK_BODY, FaultyServer, LoopbackServer, _read_request, _reply
-from toolbench_adapter.evaluation.chat import OpenAIChatClient
-from toolbench_adapter.inflight import Cap, clear_caps, set_cap
-from toolbench_adapter.transport import HttpTransport, RetryPolicy
+from toolbench_adapter.evaluation.judging.chat import OpenAIChatClient
+from toolbench_adapter.net.inflight import Cap, clear_caps, set_cap
+from toolbench_adapter.net.transport import HttpTransport, RetryPolicy
 
 
 class CountingServer(LoopbackServer):

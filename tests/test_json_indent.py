@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolbench_adapter.fileio import write_json_atomic
-from toolbench_adapter.json_indent import dumps_indented
+from toolbench_adapter.files.fileio import write_json_atomic
+from toolbench_adapter.files.json_indent import dumps_indented
 
 from .conftest import FIXTURES_ROOT, STB_ROOT, TB_ROOT
 

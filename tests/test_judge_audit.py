@@ -9,7 +9,7 @@ import pytest
 
 from runners.cli import main
 from tests.openai_standin import OpenAIStandin, Reply
-from toolbench_adapter.evaluation.audit import Agreement, rebuild_answer
+from toolbench_adapter.evaluation.audit.rejudge import Agreement, rebuild_answer
 from toolbench_adapter.evaluation.labels import Label
 from toolbench_adapter.evaluation.steps import get_steps
 from toolbench_adapter.evaluation.storage import write_label_files

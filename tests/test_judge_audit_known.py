@@ -16,9 +16,9 @@ from runners.cli import main
 from tests.openai_standin import OpenAIStandin, Reply
 from tests.test_judge_audit import converted_answer
 from toolbench_adapter.errors import InputError
-from toolbench_adapter.evaluation.audit_sample import allocate, stratified_sample
+from toolbench_adapter.evaluation.audit.cards import citation
+from toolbench_adapter.evaluation.audit.sample import allocate, stratified_sample
 from toolbench_adapter.evaluation.evaluations import JudgeIdentity
-from toolbench_adapter.evaluation.judge_cards import citation
 from toolbench_adapter.evaluation.labels import Label
 from toolbench_adapter.evaluation.steps import get_steps
 from toolbench_adapter.evaluation.storage import write_label_files
@@ -198,7 +198,7 @@ def test_the_sample_is_stratified_by_group_and_released_label(tmp_path, capsys):
 
 
 def test_the_example_set_ships_upstreams_converted_answers_byte_for_byte(stb_root):
-    from toolbench_adapter.evaluation.audit_sets import audit_set
+    from toolbench_adapter.evaluation.audit.sets import audit_set
 
     shipped = audit_set("stb-example").converted
     files = sorted(path.relative_to(shipped) for path in shipped.rglob("*.json"))

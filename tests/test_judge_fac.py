@@ -6,7 +6,7 @@ import json
 
 from runners.cli import main
 from tests.test_judge_loopback import example, give_answer, stand_in  # noqa: F401 - fixture
-from toolbench_adapter.evaluation.fac import answer_text, fac_score
+from toolbench_adapter.evaluation.judging.fac import answer_text, fac_score
 
 
 def test_fac_scoring_rule_checks_unsolved_first():

@@ -29,8 +29,8 @@ from tests.test_judge_loopback import example, give_answer
 from toolbench_adapter.errors import InputError
 from toolbench_adapter.evaluation.evaluations import choose_evaluation
 from toolbench_adapter.evaluation.labels import Label
-from toolbench_adapter.evaluation.results import rows_from_label_file
-from toolbench_adapter.evaluation.scores import sopr
+from toolbench_adapter.evaluation.scoring.results import rows_from_label_file
+from toolbench_adapter.evaluation.scoring.scores import sopr
 from toolbench_adapter.evaluation.steps import get_steps
 from toolbench_adapter.evaluation.storage import read_label_file, write_label_files
 

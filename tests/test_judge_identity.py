@@ -23,7 +23,6 @@ from runners.serving.openai_server import LoopbackServer, build_app
 from tests.openai_standin import OpenAIStandin, Reply
 from tests.test_judge_failures import FAST_RETRIES, Broken, solved
 from tests.test_report_chromium import Chrome, chromium  # noqa: F401 (a fixture)
-from toolbench_adapter.evaluation.chat import ChatError
 from toolbench_adapter.evaluation.evaluations import (
     INDEX,
     RECORD,
@@ -32,12 +31,13 @@ from toolbench_adapter.evaluation.evaluations import (
     list_evaluations,
 )
 from toolbench_adapter.evaluation.evaluator import load_evaluator
+from toolbench_adapter.evaluation.judging.chat import ChatError
+from toolbench_adapter.evaluation.judging.preflight import prepare_judge
 from toolbench_adapter.evaluation.labels import Label
-from toolbench_adapter.evaluation.preflight import prepare_judge
 from toolbench_adapter.evaluation.storage import read_label_file
+from toolbench_adapter.net.transport import FaultKind
 from toolbench_adapter.report.html import write_report
 from toolbench_adapter.report.run_data import load_run
-from toolbench_adapter.transport import FaultKind
 
 VERDICT = json.dumps({"reason": "fine", "answer_status": "Solved"})
 

@@ -9,13 +9,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from runners.cli import main
-from toolbench_adapter.evaluation.chat import OpenAIChatClient
 from toolbench_adapter.evaluation.evaluator import load_evaluator
-from toolbench_adapter.evaluation.judge import judge_answer, make_judge
+from toolbench_adapter.evaluation.judging.chat import OpenAIChatClient
+from toolbench_adapter.evaluation.judging.judge import judge_answer, make_judge
+from toolbench_adapter.evaluation.judging.preflight import PREFLIGHT_MARKER
+from toolbench_adapter.evaluation.judging.run_judge import judge_file
 from toolbench_adapter.evaluation.labels import Label
-from toolbench_adapter.evaluation.preflight import PREFLIGHT_MARKER
-from toolbench_adapter.evaluation.run_judge import judge_file
-from toolbench_adapter.evaluation.scores import sopr
+from toolbench_adapter.evaluation.scoring.scores import sopr
 from toolbench_adapter.evaluation.storage import read_label_file
 
 

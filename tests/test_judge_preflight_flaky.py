@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from toolbench_adapter.errors import InputError
-from toolbench_adapter.evaluation import preflight
-from toolbench_adapter.evaluation.chat import ChatError
-from toolbench_adapter.transport import FaultKind
+from toolbench_adapter.evaluation.judging import preflight
+from toolbench_adapter.evaluation.judging.chat import ChatError
+from toolbench_adapter.net.transport import FaultKind
 
 
 class Judge:

@@ -63,7 +63,7 @@ def cache_keys(path: Path) -> list[str]:
 @needs_ray
 def test_ray_gives_the_same_labels_and_tables_as_threads_and_uses_the_cache_alike(tmp_path, ray_cluster, capsys,
                                                                                   monkeypatch):
-    from toolbench_adapter.evaluation.passrate import ThreadJudgeExecutor
+    from toolbench_adapter.evaluation.judging.passrate import ThreadJudgeExecutor
 
     Runner(RunConfig(name="r", out_root=str(tmp_path), backend="scripted"), progress=False).run()
     run_dir = tmp_path / "r"
@@ -107,7 +107,7 @@ def test_ray_gives_the_same_labels_and_tables_as_threads_and_uses_the_cache_alik
 def test_a_judge_worker_that_cannot_reach_the_judge_gives_error_labels_not_a_crash(tmp_path, ray_cluster, capsys):
     from runners.judging.judge_ray import ChatRecipe, RayJudgeExecutor
     from toolbench_adapter.evaluation.evaluator import load_evaluator
-    from toolbench_adapter.evaluation.judge import make_judge
+    from toolbench_adapter.evaluation.judging.judge import make_judge
     from toolbench_adapter.evaluation.labels import Label
 
     judge = StandIn(verdict)

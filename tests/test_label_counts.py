@@ -17,7 +17,7 @@ from runners.models.base import Completion
 from runners.models.scripted import ScriptedBackend, scripted_call
 from tests.openai_standin import OpenAIStandin
 from tests.test_judge_failures import FAST_RETRIES, solved
-from toolbench_adapter.evaluation.counts import DEFINITIONS, count_labels
+from toolbench_adapter.evaluation.scoring.counts import DEFINITIONS, count_labels
 from toolbench_adapter.protocol.evaluation import NO_ANSWER_REASON
 from toolbench_adapter.report.html import _run_payload
 from toolbench_adapter.report.run_data import load_run
@@ -63,7 +63,7 @@ def test_evaluate_and_the_report_card_count_rule_labels_apart(tmp_path, capsys):
     assert evaluation["labels"]["by_rule"] == 3
     payload = _run_payload(0, load_run(run_dir), [])
     assert payload["labelCounts"]["text"] == expected
-    # the cards' words are counts.py's, so "answered" is a give_answer on every card
+    # the cards' words are evaluation/scoring/counts.py's, so "answered" is a give_answer on every card
     assert payload["headline"]["words"]["answered"] == DEFINITIONS["answered"]
     assert payload["headline"]["answered"] == 5
     capsys.readouterr()
@@ -81,8 +81,8 @@ def test_no_card_uses_answered_for_an_answer_file():
 
 def test_every_leaderboard_caption_says_constrained_decoding_is_not_upstream():
     """`make eval`'s offline default decodes under a grammar (--constrain schema): every table says so."""
-    from toolbench_adapter.evaluation.results import ScoreRow
-    from toolbench_adapter.evaluation.scores import Score
+    from toolbench_adapter.evaluation.scoring.results import ScoreRow
+    from toolbench_adapter.evaluation.scoring.scores import Score
     from toolbench_adapter.report import tables
 
     def row(model: str) -> ScoreRow:

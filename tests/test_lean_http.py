@@ -1,4 +1,4 @@
-"""The lean HTTP lane (toolbench_adapter/lean_http.py) against real loopback servers: the request requests would
+"""The lean HTTP lane (toolbench_adapter/net/lean_http.py) against real loopback servers: the request requests would
 send, every fault named as the requests lane names it, kept-alive connections that survive a server's idle
 close, and requests itself wherever requests would add something (a proxy, netrc, cookies, a redirect).
 
@@ -23,7 +23,7 @@ import requests
 from requests.utils import DEFAULT_ACCEPT_ENCODING
 
 from tests.faulty_http import OK_BODY, FaultyServer, LoopbackServer
-from toolbench_adapter.transport import FaultKind, HttpResult, HttpTransport, RetryPolicy
+from toolbench_adapter.net.transport import FaultKind, HttpResult, HttpTransport, RetryPolicy
 
 BODY = {"category": "Weather", "tool_name": "sky", "api_name": "now", "tool_input": '{"city": "Zürich"}'}
 ANSWER = {"error": "", "response": "fine"}

@@ -16,7 +16,7 @@ from runners.models.openai_completions import OpenAICompletionsBackend
 from runners.serving.openai_server import bind_socket
 from tests.openai_standin import OpenAIStandin, Reply
 from toolbench_adapter.errors import InputError
-from toolbench_adapter.evaluation.chat import ChatError
+from toolbench_adapter.evaluation.judging.chat import ChatError
 from toolbench_adapter.protocol.react import TOO_LONG_CONTENT
 
 FAST = {"backoff": 0.01, "backoff_max": 0.05}  # retries without real waiting
@@ -311,7 +311,7 @@ def test_chat_prefill_continues_a_final_assistant_message():
 
 
 def test_judge_client_prefill_only_when_the_endpoint_accepts_it():
-    from toolbench_adapter.evaluation.chat import OpenAIChatClient
+    from toolbench_adapter.evaluation.judging.chat import OpenAIChatClient
 
     with OpenAIStandin(chat=['Solved", "reason": "ok"}', "plain"]) as standin:
         client = OpenAIChatClient(standin.url, standin.model, accepts_prefill=True, retries=1)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from toolbench_adapter.evaluation.paired import mcnemar_exact, paired_bootstrap
+from toolbench_adapter.evaluation.scoring.paired import mcnemar_exact, paired_bootstrap
 
 
 @pytest.mark.parametrize(("a_only", "b_only", "expected"), [

@@ -10,9 +10,9 @@ from runners.cli import main
 from tests.test_judge_loopback import StandIn, client_for, example, give_answer, tool_reply
 from toolbench_adapter.evaluation.cache import JudgementCache
 from toolbench_adapter.evaluation.evaluator import load_evaluator
-from toolbench_adapter.evaluation.judge import make_judge
-from toolbench_adapter.evaluation.preference import compare_converted, prefer_files, truncate_answer
-from toolbench_adapter.evaluation.results import rows_from_label_file
+from toolbench_adapter.evaluation.judging.judge import make_judge
+from toolbench_adapter.evaluation.judging.preference import compare_converted, prefer_files, truncate_answer
+from toolbench_adapter.evaluation.scoring.results import rows_from_label_file
 from toolbench_adapter.evaluation.storage import read_preference_file
 
 REF, OUT = "ref_model", "out_model"

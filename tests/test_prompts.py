@@ -8,8 +8,8 @@ from toolbench_adapter.dialects import make_dialect
 from toolbench_adapter.errors import InputError
 from toolbench_adapter.messages import diversity_message, initial_messages, process_system_message
 from toolbench_adapter.parsers.base import ParsedTurn
-from toolbench_adapter.queries import QuerySet
-from toolbench_adapter.toolset import build_toolset
+from toolbench_adapter.queryset.queries import QuerySet
+from toolbench_adapter.queryset.toolset import build_toolset
 
 
 @pytest.fixture()

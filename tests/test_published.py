@@ -9,9 +9,9 @@ import pytest
 
 from runners.cli import main
 from toolbench_adapter.errors import InputError
-from toolbench_adapter.evaluation import published
-from toolbench_adapter.evaluation.aggregates import BoardLine
-from toolbench_adapter.evaluation.scores import Score
+from toolbench_adapter.evaluation.published import leaderboards as published
+from toolbench_adapter.evaluation.scoring.aggregates import BoardLine
+from toolbench_adapter.evaluation.scoring.scores import Score
 
 SOWR_ORDER = """\
 | Method | I1 Instruction | I1 Category | I1 Tool | I2 Instruction | I2 Category | I3 Instruction | Average |

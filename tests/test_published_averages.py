@@ -6,8 +6,8 @@ from __future__ import annotations
 import statistics
 
 from runners.cli import main
-from toolbench_adapter.evaluation import published
-from toolbench_adapter.evaluation.published_averages import (
+from toolbench_adapter.evaluation.published import leaderboards as published
+from toolbench_adapter.evaluation.published.averages import (
     MEAN_OF_STDS,
     ROUNDING,
     STD_OF_MEANS,
@@ -75,7 +75,7 @@ def test_rounded_cells_or_unrounded_values(tmp_path):
 
 
 def test_half_way_figures_follow_either_rounding_rule():
-    from toolbench_adapter.evaluation.published_cells import prints_as
+    from toolbench_adapter.evaluation.published.cells import prints_as
 
     mean = statistics.fmean([61.0, 58.8, 45.6, 60.3, 53.5, 48.1])  # 54.55, computed as 54.549999...
     assert prints_as(mean, 54.6, 1) and prints_as(0.125, 0.12, 2) and prints_as(0.125, 0.13, 2)

@@ -10,8 +10,9 @@ import sys
 import pytest
 
 from runners.cli import main
-from toolbench_adapter.evaluation import published, published_file
-from toolbench_adapter.evaluation.published_markdown import split_cells, split_cells_carefully
+from toolbench_adapter.evaluation.published import file as published_file
+from toolbench_adapter.evaluation.published import leaderboards as published
+from toolbench_adapter.evaluation.published.markdown import split_cells, split_cells_carefully
 
 TABLE = ("| Method | I1 Inst | I1 Cat | I1 Tool | I2 Cat | I2 Inst | I3 Inst | Average |\n|---|---|---|---|---|---|---|---|\n"
          "| A | 1.0 | 2.0 | 3.0 | 4.0 | 5.0 | 6.0 | 3.5 |\n")
@@ -127,7 +128,7 @@ def test_the_metric_comes_from_the_nearest_text_above_the_table(tmp_path, above,
 
 def _pairs_as_before(rows, models):
     """The quadratic pairing this replaced (each row's words against every other row's), as the reference."""
-    from toolbench_adapter.evaluation.published_names import BY_NAME, BY_WORDS, name_words, normalise
+    from toolbench_adapter.evaluation.published.names import BY_NAME, BY_WORDS, name_words, normalise
 
     by_norm = {}
     for model in models:
@@ -149,7 +150,7 @@ def test_pairing_by_name_words_is_what_it_was_row_for_row():
     rows the old quadratic pass paired, with the same model and the same reason."""
     import random
 
-    from toolbench_adapter.evaluation.published_names import pair_rows
+    from toolbench_adapter.evaluation.published.names import pair_rows
 
     rng = random.Random(35)
     parts = ["GPT-4", "DFS", "CoT", "ToolLLaMA", "v2", "7b", "(DFS)", "/", "StepTool"]

@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 from runners.cli import main
 from tests.test_reproduce import per_model_set
 from toolbench_adapter.errors import InputError
-from toolbench_adapter.evaluation import published
-from toolbench_adapter.evaluation.published_cells import EMPTY, NUMBER, TEXT, clean, parse_cell, read
-from toolbench_adapter.evaluation.published_columns import column_key, place
-from toolbench_adapter.evaluation.published_markdown import split_cells
+from toolbench_adapter.evaluation.published import leaderboards as published
+from toolbench_adapter.evaluation.published.cells import EMPTY, NUMBER, TEXT, clean, parse_cell, read
+from toolbench_adapter.evaluation.published.columns import column_key, place
+from toolbench_adapter.evaluation.published.markdown import split_cells
 
 # ---- one cell ------------------------------------------------------------------------------------------
 

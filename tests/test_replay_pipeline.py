@@ -120,8 +120,8 @@ def toolbench_file(folder, first_name="now_for_sky_tool\n", second_name=""):
     """A ToolBench-style CoT@1 answer in a fork's layout: a call whose name ends with a newline (status 1,
     upstream does not strip it), then a call with an empty name (upstream: suffix-matches the first function)."""
     from toolbench_adapter.protocol import env as E
-    from toolbench_adapter.queries import Query
-    from toolbench_adapter.toolset import build_toolset
+    from toolbench_adapter.queryset.queries import Query
+    from toolbench_adapter.queryset.toolset import build_toolset
 
     functions = build_toolset(Query(1, "G2_instruction", "q", TOOLS), "legacy").functions
     no_such = json.dumps({"error": E.NO_SUCH_FUNCTION_ERROR.format(name=first_name), "response": ""})

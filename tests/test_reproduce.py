@@ -9,7 +9,7 @@ import re
 import shutil
 
 from runners.cli import main
-from toolbench_adapter.queries import GROUPS
+from toolbench_adapter.queryset.queries import GROUPS
 
 
 def _line(out: str, *needles: str) -> str:
@@ -58,7 +58,7 @@ def test_released_example_beside_the_published_table(stb_root, capsys):
 
 
 def test_make_reproduce_says_why_so_few_cells_and_where_full_label_sets_are(capsys):
-    from toolbench_adapter.queries import PROJECT_DATA
+    from toolbench_adapter.queryset.queries import PROJECT_DATA
 
     # what `make reproduce` runs, on the example the project ships (no ../shared needed)
     out = _reproduce(capsys, PROJECT_DATA / "stabletoolbench_example", "--published", "stb-gpt-cache-sopr",

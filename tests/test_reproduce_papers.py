@@ -12,9 +12,9 @@ import statistics
 import pytest
 
 from runners.cli import main
-from toolbench_adapter.evaluation import published
-from toolbench_adapter.evaluation.reproduce import compare_published, reproduce_labels
-from toolbench_adapter.queries import GROUPS
+from toolbench_adapter.evaluation.published import leaderboards as published
+from toolbench_adapter.evaluation.published.reproduce import compare_published, reproduce_labels
+from toolbench_adapter.queryset.queries import GROUPS
 
 N, REPEATS, REFERENCE = 37, 3, "gpt35_cot"
 S, U = "AnswerStatus.Solved", "AnswerStatus.Unsolved"

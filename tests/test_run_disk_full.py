@@ -21,7 +21,7 @@ import runners.execution.runner as runner_module
 from runners.cli import main
 from runners.config import RunConfig, select_queries
 from runners.execution.resume import drop_torn_tail
-from toolbench_adapter.fileio import AppendFiles, output_path_error
+from toolbench_adapter.files.fileio import AppendFiles, output_path_error
 
 ORDER = [(q.group, q.query_id) for q in select_queries(RunConfig(name="x"))]
 

@@ -16,8 +16,8 @@ from runners.execution.runner import Runner
 from runners.models.scripted import ScriptedBackend
 from toolbench_adapter.compat import Compat
 from toolbench_adapter.errors import InputError
-from toolbench_adapter.queries import SAMPLE_ROOT, QuerySet
-from toolbench_adapter.toolset import build_toolset, function_list
+from toolbench_adapter.queryset.queries import SAMPLE_ROOT, QuerySet
+from toolbench_adapter.queryset.toolset import build_toolset, function_list
 
 QUERIES = Path("solvable_queries") / "test_instruction" / "G1_instruction.json"
 IDS = Path("solvable_queries") / "test_query_ids" / "G1_instruction.json"

@@ -12,8 +12,8 @@ from toolbench_adapter.errors import InputError
 from toolbench_adapter.naming import pure_api_name, standardize
 from toolbench_adapter.protocol.functions import FUNCTION_NAME_JOIN, FUNCTION_NAME_MAX_LENGTH, RESERVED_NAMES
 from toolbench_adapter.protocol.prompts import TOOL_DESCRIPTION_MAX_LENGTH
-from toolbench_adapter.queries import GROUPS, QuerySet
-from toolbench_adapter.toolset import build_toolset
+from toolbench_adapter.queryset.queries import GROUPS, QuerySet
+from toolbench_adapter.queryset.toolset import build_toolset
 
 SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample"
 TOOL_ROOT = SAMPLE / "toolenv" / "tools"

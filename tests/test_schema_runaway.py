@@ -14,10 +14,10 @@ import pytest
 from tests.test_hostile_inputs import good_answer, write
 from toolbench_adapter.parsers.base import Call
 from toolbench_adapter.parsers.schema import OTHER_SCHEMA, SCHEMA_UNCHECKED, call_violations
-from toolbench_adapter.queries import Query
+from toolbench_adapter.queryset.queries import Query
+from toolbench_adapter.queryset.toolset import Toolset
 from toolbench_adapter.structured.describe import turns_text
 from toolbench_adapter.structured.rates import query_stats, total_stats
-from toolbench_adapter.toolset import Toolset
 
 PROJECT = Path(__file__).resolve().parent.parent
 BACKTRACKS = "^(a|aa)+$"  # re.search on 60 'a' and '!' takes ~fib(60) steps

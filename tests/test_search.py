@@ -13,9 +13,9 @@ from runners.search.tree import Node
 from toolbench_adapter.dialects import make_dialect
 from toolbench_adapter.env import ToolEnv
 from toolbench_adapter.messages import initial_messages
-from toolbench_adapter.queries import QuerySet
+from toolbench_adapter.queryset.queries import QuerySet
+from toolbench_adapter.queryset.toolset import build_toolset
 from toolbench_adapter.server.client import ReplyKind, ServerReply
-from toolbench_adapter.toolset import build_toolset
 
 
 class EchoServer:

@@ -166,11 +166,11 @@ def test_the_same_weights_under_another_served_name_are_the_runs_own_model(tmp_p
 def test_smollm2_served_judges_one_answer_with_a_valid_verdict():
     """The real model behind the server: auto settles on json, constrained, and the verdict is one of the labels."""
     from runners.models.hf import HFBackend
-    from toolbench_adapter.evaluation.chat import OpenAIChatClient
     from toolbench_adapter.evaluation.evaluator import load_evaluator
-    from toolbench_adapter.evaluation.judge import judge_answer
+    from toolbench_adapter.evaluation.judging.chat import OpenAIChatClient
+    from toolbench_adapter.evaluation.judging.judge import judge_answer
+    from toolbench_adapter.evaluation.judging.preflight import prepare_judge
     from toolbench_adapter.evaluation.labels import Label
-    from toolbench_adapter.evaluation.preflight import prepare_judge
 
     answer = {"method": "CoT@1", "total_steps": 1, "final_answer": "It is 21 degrees in Lisbon.",
               "answer_details": [{"role": "tool", "message": {"name": "Finish", "arguments": {

@@ -10,9 +10,9 @@ import pytest
 from runners.cli import main as tba
 from toolbench_adapter.errors import InputError
 from toolbench_adapter.protocol import env as E
-from toolbench_adapter.queries import Query
+from toolbench_adapter.queryset.queries import Query
+from toolbench_adapter.queryset.toolset import build_toolset
 from toolbench_adapter.server.cache_build import build_cache, identify
-from toolbench_adapter.toolset import build_toolset
 
 API_LIST = [{"category_name": "Weather", "tool_name": "Sky Tool", "api_name": "Now", "required_parameters": [],
              "optional_parameters": []},

@@ -17,7 +17,7 @@ import pytest
 import requests
 
 from runners.cli import main as tba
-from toolbench_adapter.fileio import output_path_error
+from toolbench_adapter.files.fileio import output_path_error
 from toolbench_adapter.server import cache as cache_module
 from toolbench_adapter.server.app import ServerConfig, build_virtual_server, create_app
 from toolbench_adapter.server.client import SOURCE_HEADER

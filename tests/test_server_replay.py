@@ -11,12 +11,12 @@ import requests
 
 from toolbench_adapter.compat import STB
 from toolbench_adapter.env import ToolEnv
-from toolbench_adapter.queries import QuerySet
+from toolbench_adapter.queryset.queries import QuerySet
+from toolbench_adapter.queryset.toolset import build_toolset
 from toolbench_adapter.server.app import ServerConfig, build_virtual_server, create_app
 from toolbench_adapter.server.cache_build import build_cache, identify, reconstruct_truncated, recorded_calls
 from toolbench_adapter.server.client import ServerClient
 from toolbench_adapter.server.runner import EmbeddedServer
-from toolbench_adapter.toolset import build_toolset
 
 RUNS = ("virtual_chatgpt_cot", "virtual_chatgpt_dfs")
 

@@ -6,9 +6,9 @@ import pytest
 
 from runners.models.constrain import OPENAI, VLLM, body_fields, openai_reply_schema
 from toolbench_adapter.errors import InputError
-from toolbench_adapter.queries import QuerySet
+from toolbench_adapter.queryset.queries import QuerySet
+from toolbench_adapter.queryset.toolset import build_toolset
 from toolbench_adapter.structured.grammar import CALL_OVERHEAD_TOKENS, THOUGHT_MAX_CHARS, reply_constraint, text_budget
-from toolbench_adapter.toolset import build_toolset
 
 xgr = pytest.importorskip("xgrammar", reason="the structured extra (xgrammar) is not installed")
 from xgrammar.testing import _is_grammar_accept_string  # noqa: E402

@@ -9,9 +9,9 @@ from runners.models.chat_adapter import BackendChatClient
 from runners.models.scripted import ScriptedBackend
 from tests.openai_standin import OpenAIStandin
 from toolbench_adapter.errors import InputError
-from toolbench_adapter.evaluation.chat import OpenAIChatClient
 from toolbench_adapter.evaluation.evaluator import load_evaluator
-from toolbench_adapter.evaluation.judge import judge_answer, make_judge
+from toolbench_adapter.evaluation.judging.chat import OpenAIChatClient
+from toolbench_adapter.evaluation.judging.judge import judge_answer, make_judge
 from toolbench_adapter.evaluation.labels import Label
 from toolbench_adapter.protocol.evaluation import ANSWER_STATUS_FIELD, CHECK_ANSWER_STATUS
 

@@ -23,9 +23,9 @@ from toolbench_adapter.parsers.schema import (
     turn_violations,
 )
 from toolbench_adapter.parsers.upstream_schema import argument_schemas, to_json_schema
-from toolbench_adapter.queries import QuerySet
+from toolbench_adapter.queryset.queries import QuerySet
+from toolbench_adapter.queryset.toolset import build_toolset
 from toolbench_adapter.report.taxonomy import read_taxonomy, taxonomy_tables
-from toolbench_adapter.toolset import build_toolset
 
 # a current-flavour (STB HEAD) function: "" leads required and optional, example_value, a non-keyword "optional"
 CURRENT = {"type": "function", "function": {

@@ -7,8 +7,8 @@ import io
 import json
 
 from runners.cli import main
-from toolbench_adapter.evaluation.results import ScoreRow, read_score_file, write_score_file
-from toolbench_adapter.evaluation.scores import Score
+from toolbench_adapter.evaluation.scoring.results import ScoreRow, read_score_file, write_score_file
+from toolbench_adapter.evaluation.scoring.scores import Score
 from toolbench_adapter.report import taxonomy
 from toolbench_adapter.report.tables import build_leaderboards, to_csv, to_latex, to_markdown
 
@@ -103,7 +103,7 @@ def test_taxonomy_counts_status_codes_errors_and_answers(tmp_path):
     tables = taxonomy.taxonomy_tables(tax)
     header, counts = tables["queries"]
     assert header == ["", "G1_tool", "G2_category", "total"]
-    # the run summary's words (counts.py); G2_category's query 7 has steps but no outcome (killed mid-query)
+    # the run summary's words (evaluation/scoring/counts.py); G2_category's query 7 has steps but no outcome (killed mid-query)
     assert counts == [["queries", "2", "0", "2"], ["finished", "2", "0", "2"], ["infra failures", "0", "0", "0"],
                       ["context length", "0", "0", "0"], ["valid", "1", "0", "1"], ["answered", "0", "0", "0"], ["win", "1", "0", "1"],
                       ["steps", "4", "1", "5"]]

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from runners.cli import main
 from tests.ray_support import needs_ray
 from toolbench_adapter.protocol import env as E
-from toolbench_adapter.queries import resolve_root
+from toolbench_adapter.queryset.queries import resolve_root
 from toolbench_adapter.server.app import ServerConfig, build_virtual_server, create_app
 from toolbench_adapter.server.client import PREFLIGHT_TOOL_INPUT, ReplyKind, ServerClient
 from toolbench_adapter.server.runner import EmbeddedServer

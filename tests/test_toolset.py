@@ -10,8 +10,8 @@ import pytest
 
 from toolbench_adapter.compat import Compat
 from toolbench_adapter.messages import initial_messages
-from toolbench_adapter.queries import QuerySet
-from toolbench_adapter.toolset import api_to_function, build_toolset, functions_json
+from toolbench_adapter.queryset.queries import QuerySet
+from toolbench_adapter.queryset.toolset import api_to_function, build_toolset, functions_json
 
 
 def answer_files(stb_root):

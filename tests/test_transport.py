@@ -12,10 +12,9 @@ import pytest
 
 from runners.models.openai_http import EndpointError, OpenAIEndpoint
 from tests.faulty_http import FaultyServer
-from toolbench_adapter.evaluation.chat import ChatError, OpenAIChatClient
-from toolbench_adapter.server.client import ClientConfig, ReplyKind, ServerClient
-from toolbench_adapter.server.ratelimit import RateLimiter
-from toolbench_adapter.transport import (
+from toolbench_adapter.evaluation.judging.chat import ChatError, OpenAIChatClient
+from toolbench_adapter.net.ratelimit import RateLimiter
+from toolbench_adapter.net.transport import (
     EndpointPool,
     FaultKind,
     HttpTransport,
@@ -23,6 +22,7 @@ from toolbench_adapter.transport import (
     classify_status,
     retry_after_s,
 )
+from toolbench_adapter.server.client import ClientConfig, ReplyKind, ServerClient
 
 TIMEOUT = 0.5  # only the "hang" fault ever waits this long
 

@@ -137,7 +137,7 @@ def test_one_run_s_counts_agree_everywhere_under_the_same_names(mixed_run):
 
 
 def test_the_words_are_defined_once_in_run_help(capsys):
-    from toolbench_adapter.evaluation.counts import DEFINITIONS
+    from toolbench_adapter.evaluation.scoring.counts import DEFINITIONS
 
     with pytest.raises(SystemExit):
         main(["run", "--help"])

@@ -11,8 +11,8 @@ import pytest
 from runners.config import load_yaml
 from toolbench_adapter.compat import Compat
 from toolbench_adapter.dialects.toolllama import EXAMPLE_FUNCTION, worked_example
-from toolbench_adapter.queries import QuerySet
-from toolbench_adapter.toolset import build_toolset
+from toolbench_adapter.queryset.queries import QuerySet
+from toolbench_adapter.queryset.toolset import build_toolset
 
 
 def sample_toolsets():

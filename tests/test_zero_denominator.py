@@ -18,8 +18,8 @@ from runners.models.base import Completion
 from runners.models.scripted import ScriptedBackend, scripted_call
 from tests.test_reproduce import per_model_set, write_labels
 from toolbench_adapter.evaluation.evaluations import choose_evaluation
-from toolbench_adapter.evaluation.results import ScoreRow
-from toolbench_adapter.evaluation.scores import Score
+from toolbench_adapter.evaluation.scoring.results import ScoreRow
+from toolbench_adapter.evaluation.scoring.scores import Score
 from toolbench_adapter.report.html import render_page
 from toolbench_adapter.report.run_data import load_run
 from toolbench_adapter.report.tables import build_leaderboards, to_csv, to_latex, to_markdown

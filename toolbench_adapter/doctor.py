@@ -3,7 +3,7 @@
 Five pieces, each checked where it lives and answered OK or MISSING with what it is and how to get it: the
 query files (StableToolBench's by digest), the tool documents, the tool-response cache, a simulator for cache
 misses (a GPT-based `llm` or MirrorAPI endpoint: the `schema` simulator answers with synthetic data), and the
-judge (reachable, serving the model named: the judge preflight of evaluation/preflight.py, and whether it is
+judge (reachable, serving the model named: the judge preflight of evaluation/judging/preflight.py, and whether it is
 the leaderboard's judge). Every network check is one short request (``timeout_s``), so the command ends in
 bounded time whatever answers or hangs.
 """
@@ -15,10 +15,12 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .datafetch import sha256_of
+from toolbench_adapter.evaluation.judging.chat import ChatError, OpenAIChatClient
+from toolbench_adapter.evaluation.judging.preflight import PREFLIGHT_PROMPT, preflight_judge
+from toolbench_adapter.queryset.datafetch import sha256_of
+from toolbench_adapter.queryset.queries import GROUPS, PROJECT_DATA, QuerySet
+
 from .errors import InputError
-from .evaluation.chat import ChatError, OpenAIChatClient
-from .evaluation.preflight import PREFLIGHT_PROMPT, preflight_judge
 from .naming import standardize
 from .protocol.leaderboard import (
     CACHE_URL,
@@ -32,7 +34,6 @@ from .protocol.leaderboard import (
     TOOLENV_URL,
 )
 from .protocol.query_files import QUERY_FILE_SHA256, SOLVABLE_QUERY_COUNT, UPSTREAM_COMMIT
-from .queries import GROUPS, PROJECT_DATA, QuerySet
 from .server.names import SIMULATED_DIR
 from .server.simulators import SIMULATORS
 

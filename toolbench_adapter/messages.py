@@ -3,8 +3,9 @@ rapidapi_multithread.py), and the ToolLLaMA system-message rewrite (toolbench/ut
 
 from __future__ import annotations
 
+from toolbench_adapter.queryset.toolset import Toolset
+
 from .protocol import prompts as P
-from .toolset import Toolset
 
 
 def system_message(toolset: Toolset) -> dict:

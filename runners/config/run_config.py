@@ -11,8 +11,8 @@ from pydantic import Field
 
 from toolbench_adapter.compat import Compat
 from toolbench_adapter.errors import InputError
+from toolbench_adapter.files.yaml_limits import read_yaml
 from toolbench_adapter.structured.policy import reask_limit
-from toolbench_adapter.yaml_limits import read_yaml
 
 from ..search.methods import SearchMethod, known_forms, parse_method
 from .settings_check import (

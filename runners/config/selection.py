@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from toolbench_adapter.errors import InputError
-from toolbench_adapter.queries import Query, QuerySet
+from toolbench_adapter.queryset.queries import Query, QuerySet
 
 from .run_config import RunConfig
 

@@ -32,9 +32,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from toolbench_adapter.errors import InputError
-from toolbench_adapter.queries import Query
+from toolbench_adapter.net.transport import merge_stats
+from toolbench_adapter.queryset.queries import Query
 from toolbench_adapter.registry import Registry, UnknownNameError
-from toolbench_adapter.transport import merge_stats
 
 from ..config import RunConfig
 from .preflight import make_backend, prepare

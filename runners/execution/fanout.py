@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from toolbench_adapter.errors import InputError
-from toolbench_adapter.fileio import write_json_atomic, write_text_atomic
+from toolbench_adapter.files.fileio import write_json_atomic, write_text_atomic
 from toolbench_adapter.parsers import PARSERS
-from toolbench_adapter.runfolder import FANOUT, MANIFEST
+from toolbench_adapter.runs.folder import FANOUT, MANIFEST
 
 from ..config import RunConfig
 from ..models.memo import MemoBackend

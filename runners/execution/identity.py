@@ -1,5 +1,5 @@
 """A run's identity includes its queries. The manifest records the data root and, per selected query, a digest
-of what the model is given (toolbench_adapter/query_identity.py), and per group the digest of the group's whole
+of what the model is given (toolbench_adapter/queryset/query_identity.py), and per group the digest of the group's whole
 set in that root. A rerun into the folder whose queries differ is refused (exit 2) before any model call:
 
 - a selected query whose id the run knows, with another text or function list;
@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from toolbench_adapter.errors import InputError
-from toolbench_adapter.queries import Query, QuerySet
-from toolbench_adapter.query_identity import DIGEST_OF, root_identity
-from toolbench_adapter.runfolder import MANIFEST
+from toolbench_adapter.queryset.queries import Query, QuerySet
+from toolbench_adapter.queryset.query_identity import DIGEST_OF, root_identity
+from toolbench_adapter.runs.folder import MANIFEST
 
 from ..config import RunConfig, select_queries
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import toolbench_adapter
 from toolbench_adapter.errors import InputError
-from toolbench_adapter.runfolder import MANIFEST, summarize
+from toolbench_adapter.runs.folder import MANIFEST, summarize
 
 from ..config import RunConfig
 from ..models.base import weights_of

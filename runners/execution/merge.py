@@ -23,7 +23,7 @@ from pathlib import Path
 from toolbench_adapter.answers.read import validate_answer
 from toolbench_adapter.errors import InputError
 from toolbench_adapter.evaluation.comparability import SETUP_FIELD, merge_setups
-from toolbench_adapter.fileio import (
+from toolbench_adapter.files.fileio import (
     OutputPathError,
     check_writable,
     current_umask,
@@ -31,8 +31,16 @@ from toolbench_adapter.fileio import (
     read_json,
     write_json_atomic,
 )
-from toolbench_adapter.queries import is_group_name
-from toolbench_adapter.runfolder import ERRORS, FAILED_DIR, MANIFEST, QUERY_STATS, STEPS_DIR, collect_steps, summarize
+from toolbench_adapter.queryset.queries import is_group_name
+from toolbench_adapter.runs.folder import (
+    ERRORS,
+    FAILED_DIR,
+    MANIFEST,
+    QUERY_STATS,
+    STEPS_DIR,
+    collect_steps,
+    summarize,
+)
 
 from ..config import RunConfig
 from .identity import merged_record

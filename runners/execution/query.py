@@ -1,5 +1,5 @@
 """One query, run and written: its search (the run's method, search/), then its files in the run folder (step
-records, then the answer file or the failed/ tree, each atomically: toolbench_adapter/runfolder.py).
+records, then the answer file or the failed/ tree, each atomically: toolbench_adapter/runs/folder.py).
 
 A QueryRunner is what an executor needs to run a query anywhere: the driver's threads share the driver's, a
 Ray worker builds its own from the run's config (execution/executors.py). What is shared across queries (the
@@ -14,15 +14,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from toolbench_adapter.call_record import encode_record
 from toolbench_adapter.env import ToolEnv
-from toolbench_adapter.evaluation.counts import answer_flags
-from toolbench_adapter.fileio import write_json_atomic, write_text_atomic
+from toolbench_adapter.evaluation.scoring.counts import answer_flags
+from toolbench_adapter.files.fileio import write_json_atomic, write_text_atomic
 from toolbench_adapter.messages import initial_messages
-from toolbench_adapter.queries import Query
-from toolbench_adapter.runfolder import answer_path, failed_path, steps_path
+from toolbench_adapter.queryset.queries import Query
+from toolbench_adapter.queryset.toolset import build_toolset
+from toolbench_adapter.runs.call_record import encode_record
+from toolbench_adapter.runs.folder import answer_path, failed_path, steps_path
 from toolbench_adapter.structured.rates import query_stats
-from toolbench_adapter.toolset import build_toolset
 
 from ..failures import FINISHED_FIELDS, HARNESS_ERROR, InfraFailure
 from ..search.agent import Agent, QueryContext
@@ -93,7 +93,7 @@ class QueryRunner:
     def write_query(self, query: Query, ctx: QueryContext | None, data: dict, wall_s: float,
                     failure: InfraFailure | None = None) -> QueryOutcome:
         failure = failure or (ctx.infra_failure if ctx else None)
-        # an infrastructure failure has no answer: none of its flags count (counts.py defines them)
+        # an infrastructure failure has no answer: none of its flags count (evaluation/scoring/counts.py defines them)
         flags = answer_flags(data) if failure is None else {"valid_data": False, "answered": False, "win": False}
         budget = ctx.budget if ctx else None
         stats = {"group": query.group, "query_id": query.query_id, "method": self.cfg.method,

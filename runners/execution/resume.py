@@ -8,9 +8,9 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from toolbench_adapter.evaluation.counts import answer_flags
-from toolbench_adapter.queries import Query
-from toolbench_adapter.runfolder import ERRORS, QUERY_STATS, answer_path, is_finished
+from toolbench_adapter.evaluation.scoring.counts import answer_flags
+from toolbench_adapter.queryset.queries import Query
+from toolbench_adapter.runs.folder import ERRORS, QUERY_STATS, answer_path, is_finished
 
 from ..config import RunConfig, select_queries
 from ..failures import FINISHED_FIELDS

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 from toolbench_adapter.errors import InputError
-from toolbench_adapter.fileio import output_path_error
+from toolbench_adapter.files.fileio import output_path_error
 
 LOCK_SUFFIX = ".tba-lock"
 # flock is missing on this filesystem: fall back to the recorded holder

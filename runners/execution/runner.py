@@ -11,7 +11,7 @@ same command redoes it; its partial tree goes to failed/). Both are counted and 
 The driver's jobs only: the session (lock, preflight, manifest, Ctrl-C), the outcome records shared by every
 query (queries.jsonl, errors.jsonl, steps.jsonl) and the stop after too many infrastructure failures in a row.
 One query is query.py's; what is settled before any query, preflight.py's; the manifest, manifest.py's;
-resume, resume.py's; the run folder's names, toolbench_adapter/runfolder.py's.
+resume, resume.py's; the run folder's names, toolbench_adapter/runs/folder.py's.
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ from typing import Any
 from tqdm import tqdm
 
 from toolbench_adapter.errors import InputError
-from toolbench_adapter.fileio import AppendFiles, write_json_atomic
-from toolbench_adapter.queries import Query
-from toolbench_adapter.runfolder import (
+from toolbench_adapter.files.fileio import AppendFiles, write_json_atomic
+from toolbench_adapter.queryset.queries import Query
+from toolbench_adapter.runs.folder import (
     ERRORS,
     FAILED_DIR,
     MANIFEST,
@@ -118,7 +118,7 @@ class Runner:
             self.tool_probe = ToolServerProbe([url] if isinstance(url, str) else list(url))
             yield url
             return
-        from toolbench_adapter.queries import resolve_root
+        from toolbench_adapter.queryset.queries import resolve_root
         from toolbench_adapter.server.app import ServerConfig, build_virtual_server, create_app
         from toolbench_adapter.server.runner import EmbeddedServer
 

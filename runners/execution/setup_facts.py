@@ -14,7 +14,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from toolbench_adapter.errors import InputError
 from toolbench_adapter.evaluation.comparability import RESPONSE_COUNTS, classify_queries, merge_queries
-from toolbench_adapter.queries import resolve_root
+from toolbench_adapter.queryset.queries import resolve_root
 from toolbench_adapter.structured.describe import policy_of
 
 from ..config import select_queries

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from toolbench_adapter.answers.convert import convert_folder
 from toolbench_adapter.errors import RUN_FOLDER_FIX, InputError
+from toolbench_adapter.evaluation.audit.cards import citation
 from toolbench_adapter.evaluation.comparability import SETUP_FIELD, assess, line
-from toolbench_adapter.evaluation.counts import LabelCounts
 from toolbench_adapter.evaluation.evaluations import (
     TABLES_DIR,
     EvaluationWriter,
@@ -33,15 +33,15 @@ from toolbench_adapter.evaluation.evaluations import (
     same_model,
 )
 from toolbench_adapter.evaluation.evaluator import load_evaluator
-from toolbench_adapter.evaluation.judge import make_judge
-from toolbench_adapter.evaluation.judge_cards import citation
-from toolbench_adapter.evaluation.preflight import prepare_judge
-from toolbench_adapter.evaluation.run_judge import judge_file
-from toolbench_adapter.fileio import write_json_atomic, write_text_atomic
+from toolbench_adapter.evaluation.judging.judge import make_judge
+from toolbench_adapter.evaluation.judging.preflight import prepare_judge
+from toolbench_adapter.evaluation.judging.run_judge import judge_file
+from toolbench_adapter.evaluation.scoring.counts import LabelCounts
+from toolbench_adapter.files.fileio import write_json_atomic, write_text_atomic
 from toolbench_adapter.outcomes import INFRA_FAILURE
-from toolbench_adapter.queries import GROUPS, QuerySet, is_group_name
+from toolbench_adapter.queryset.queries import GROUPS, QuerySet, is_group_name
 from toolbench_adapter.report import tables, taxonomy
-from toolbench_adapter.runfolder import (
+from toolbench_adapter.runs.folder import (
     ERRORS,
     MANIFEST,
     QUERY_STATS,
@@ -70,7 +70,7 @@ class Evaluation:
     text: str = ""
     judgements: int = 0  # (query, repeat) pairs judged, cached and decided by rule included
     judge_failures: int = 0  # of those, the ones without a verdict: not scored
-    labels: LabelCounts = field(default_factory=LabelCounts)  # by upstream's rule apart from the judge's (counts.py)
+    labels: LabelCounts = field(default_factory=LabelCounts)  # by upstream's rule apart from the judge's (evaluation/scoring/counts.py)
     failure_samples: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # why the row is marked (score_anyway)
     evaluation_id: str = ""  # its folder under eval/ and tables/ (evaluations.py)
@@ -162,7 +162,7 @@ def evaluate_run(run_dir: str | Path, client, *, evaluator: str | None = None, e
             # a leaderboard needs every judgement (and every query): otherwise only with score_anyway, marked
             if not result.judge_failures or score_anyway:
                 marked = {model: "; ".join(notes)} if notes else None
-                # the run's counts (counts.py) beside the scores: how many queries each cell's model answered
+                # the run's counts (evaluation/scoring/counts.py) beside the scores: how many queries each cell's model answered
                 for board in tables.build_leaderboards(result.rows, scored_anyway=marked,
                                                        counts={model: run_counts(run_dir)},
                                                        comparability={model: line(comparable, reasons)},

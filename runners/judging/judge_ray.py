@@ -1,6 +1,6 @@
 """``tba evaluate --executor ray``: the judge requests of a group as Ray tasks, each a batch of answers.
 
-The driver (toolbench_adapter/evaluation/passrate.py) reads the judgement cache, sends only the misses here,
+The driver (toolbench_adapter/evaluation/judging/passrate.py) reads the judgement cache, sends only the misses here,
 writes the cache as results come back and writes every output file, so an evaluation is the same files under
 threads and ray. A task gets plain settings (JudgeRecipe: chat backend, model, URLs, key, options, mode,
 evaluator, budget) and rebuilds the judge in its worker process, once per process: no live HTTP session or
@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolbench_adapter.errors import InputError
-from toolbench_adapter.evaluation.chat import build_chat_client
 from toolbench_adapter.evaluation.evaluator import EvaluatorSpec
-from toolbench_adapter.evaluation.judge import JUDGES, FunctionJudge, Judgement, judge_answer
+from toolbench_adapter.evaluation.judging.chat import build_chat_client
+from toolbench_adapter.evaluation.judging.judge import JUDGES, FunctionJudge, Judgement, judge_answer
 from toolbench_adapter.evaluation.labels import Label
 
 from ..execution.executors import connect_ray, require_ray

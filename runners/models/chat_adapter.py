@@ -1,4 +1,4 @@
-"""Any model backend as the judge's ChatClient (toolbench_adapter/evaluation/chat.py): ``name``,
+"""Any model backend as the judge's ChatClient (toolbench_adapter/evaluation/judging/chat.py): ``name``,
 ``supports_tools`` and ``chat(messages, *, tools, tool_choice, temperature, max_tokens) -> assistant dict``."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from toolbench_adapter.errors import InputError
-from toolbench_adapter.evaluation.chat import ChatError
+from toolbench_adapter.evaluation.judging.chat import ChatError
 
 from .base import ModelRequest, weights_of
 

@@ -1,5 +1,5 @@
 """HTTP plumbing shared by the OpenAI-compatible backends: POSTs through the one HTTP layer
-(toolbench_adapter/transport.py: one session per thread, capped exponential retries of the transient
+(toolbench_adapter/net/transport.py: one session per thread, capped exponential retries of the transient
 faults, the shared rate limiter), and a preflight that checks the endpoint and the model name.
 
 ``base_url`` may name several endpoints serving the same model (e.g. vLLM data-parallel replicas): each
@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import requests
 
 from toolbench_adapter.errors import InputError, OptionError
-from toolbench_adapter.server.ratelimit import shared_limiter
-from toolbench_adapter.transport import FaultKind, HttpResult, HttpTransport, RetryPolicy, short, url_list
+from toolbench_adapter.net.ratelimit import shared_limiter
+from toolbench_adapter.net.transport import FaultKind, HttpResult, HttpTransport, RetryPolicy, short, url_list
 
 from .base import backend_option
 

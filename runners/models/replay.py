@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from toolbench_adapter.errors import InputError
-from toolbench_adapter.folder_files import files_under
+from toolbench_adapter.files.folder_files import files_under
 
 from ..failures import REPLAY_GAP
 from .base import Completion, ModelRequest, reject_unknown_options

@@ -27,11 +27,11 @@ from toolbench_adapter.answers.read import RecordedAnswer, UnusableAnswer, expan
 from toolbench_adapter.answers.recorded_query import QueryResolver, ResolvedQuery
 from toolbench_adapter.answers.replay_compare import actions_of, compare_answers
 from toolbench_adapter.errors import InputError
-from toolbench_adapter.fileio import write_text_atomic
-from toolbench_adapter.queries import RECORDED_FUNCTIONS, is_group_name
-from toolbench_adapter.runfolder import ERRORS, answer_path, failed_path
+from toolbench_adapter.files.fileio import write_text_atomic
+from toolbench_adapter.queryset.queries import RECORDED_FUNCTIONS, is_group_name
+from toolbench_adapter.queryset.toolset import Toolset, build_toolset
+from toolbench_adapter.runs.folder import ERRORS, answer_path, failed_path
 from toolbench_adapter.server.cache_build import CacheBuilder, RecordedCall, not_replayable, usable_calls
-from toolbench_adapter.toolset import Toolset, build_toolset
 
 from ..config import RunConfig
 from ..models.recorded_turns import index_turns, turn_trees

@@ -10,15 +10,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolbench_adapter.call_record import CallRecorder
 from toolbench_adapter.dialects.base import Dialect
 from toolbench_adapter.parsers import PARSERS
 from toolbench_adapter.parsers.base import ParsedTurn
 from toolbench_adapter.parsers.schema import LazySchemas
 from toolbench_adapter.protocol import env as E
 from toolbench_adapter.protocol.react import TOOL_CALL_ID_LENGTH, TOOL_CALL_ID_PREFIX
+from toolbench_adapter.queryset.toolset import Toolset
+from toolbench_adapter.runs.call_record import CallRecorder
 from toolbench_adapter.structured.checks import step_violations
-from toolbench_adapter.toolset import Toolset
 
 from ..failures import CONTEXT_LENGTH, InfraFailure, model_failure, tool_failure
 from ..models.base import Completion, ModelRequest
@@ -64,7 +64,7 @@ class QueryContext:
     # model requests the endpoint refused as longer than the model's context: the model's limit, so the chain
     # ends there (upstream: an LLM error prunes the Thought) and the query still finishes
     context_length: int = 0
-    # each model call's request and raw reply, into the first step record of that call (call_record.py)
+    # each model call's request and raw reply, into the first step record of that call (runs/call_record.py)
     calls: CallRecorder = field(default_factory=CallRecorder)
 
     _rng: random.Random | None = field(default=None, init=False, repr=False)

@@ -20,12 +20,12 @@ from typing import Any
 from toolbench_adapter.dialects.base import Rendered
 from toolbench_adapter.errors import InputError
 from toolbench_adapter.parsers.schema import MODEL_KINDS
+from toolbench_adapter.queryset.toolset import Toolset
 from toolbench_adapter.structured.checks import as_violations, flat, step_violations
 from toolbench_adapter.structured.grammar import reply_constraint
 from toolbench_adapter.structured.policy import reask_limit
 from toolbench_adapter.structured.rates import REASK
 from toolbench_adapter.structured.reask import reask_message
-from toolbench_adapter.toolset import Toolset
 
 TRAP = ("native tools together with a JSON response mode: the model then answers in JSON instead of calling a "
         "tool (it skips the tool call and makes the answer up), so no tool is ever called")

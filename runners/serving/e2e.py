@@ -22,8 +22,8 @@ from pathlib import Path
 
 import requests
 
-from toolbench_adapter.fileio import write_json_atomic
-from toolbench_adapter.runfolder import MANIFEST
+from toolbench_adapter.files.fileio import write_json_atomic
+from toolbench_adapter.runs.folder import MANIFEST
 
 from ..models.local_model import convert_default_model, default_cache_folder, is_converted
 from .engine import (

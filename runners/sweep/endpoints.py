@@ -1,6 +1,6 @@
 """The endpoints a sweep's cells and judges ask, each with one cap on requests in flight for the whole sweep.
 
-The caps live in toolbench_adapter/inflight.py (every HTTP transport of the process holds the cap of the URL it
+The caps live in toolbench_adapter/net/inflight.py (every HTTP transport of the process holds the cap of the URL it
 sends to), so the cells that share an endpoint share its cap and a cell that ends frees its share. The spec's
 ``endpoints:`` sets a URL's cap (``max_in_flight``) and pace (``rate_per_s``); an unlisted one gets
 DEFAULT_MAX_IN_FLIGHT.
@@ -11,8 +11,8 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterable, Iterator
 
-from toolbench_adapter import inflight
-from toolbench_adapter.transport import url_list
+from toolbench_adapter.net import inflight
+from toolbench_adapter.net.transport import url_list
 
 from ..config import RunConfig
 from ..models.openai_http import DEFAULT_BASE_URL, OPENAI_BACKENDS

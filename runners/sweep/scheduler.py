@@ -1,7 +1,7 @@
 """Run a sweep's cells at the same time: each an ordinary run folder, run then judged by every judge.
 
 One thread per cell (at most ``max_cells`` at once). The endpoints set the pace, not the cells: every model and
-judge endpoint has one cap on requests in flight in this process (toolbench_adapter/inflight.py), shared by every
+judge endpoint has one cap on requests in flight in this process (toolbench_adapter/net/inflight.py), shared by every
 cell that asks it, so a cell that ends frees its share for the others, and each cell offers enough queries in
 flight to fill its endpoints alone. Cells that differ only in the parser ask the model through one memo (the
 parser fan-out's: runners/models/memo.py): a request two of them send is asked once.

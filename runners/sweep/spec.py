@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from toolbench_adapter.errors import InputError
-from toolbench_adapter.query_identity import canonical_sha256
+from toolbench_adapter.files.yaml_limits import read_yaml
+from toolbench_adapter.queryset.query_identity import canonical_sha256
 from toolbench_adapter.registry import UnknownNameError
-from toolbench_adapter.yaml_limits import read_yaml
 
 from ..config.run_config import load_yaml, settings_problems
 

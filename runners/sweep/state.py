@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from toolbench_adapter.errors import InputError
-from toolbench_adapter.fileio import write_json_atomic
+from toolbench_adapter.files.fileio import write_json_atomic
 from toolbench_adapter.report.sweep_record import FORMAT, PENDING, SWEEP_FILE
 
 from .spec import Cell, Spec, redact, redact_spec

@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from toolbench_adapter.files.fileio import read_json
+
 from ..errors import InputError
-from ..fileio import read_json
 from ..protocol.evaluation import CONVERTER_SEED, NODE_ACTION, NODE_ACTION_INPUT, NODE_THOUGHT
 from ..protocol.functions import FINISH_NAME
 from .read import (

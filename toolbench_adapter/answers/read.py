@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from toolbench_adapter.files.folder_files import files_under, regular_files
+from toolbench_adapter.queryset.queries import GROUPS, is_group_name
+
 from ..errors import RUN_FOLDER_FIX, InputError
-from ..folder_files import files_under, regular_files
-from ..queries import GROUPS, is_group_name
 from .shape import deepest_point, structure_problem
 
 COT, DFS = "cot", "dfs"

@@ -18,10 +18,11 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from toolbench_adapter.queryset.queries import GROUPS, RECORDED_FUNCTIONS, Query, QuerySet, load_query_file
+from toolbench_adapter.queryset.toolset import build_toolset
+
 from ..errors import InputError
 from ..protocol.functions import FINISH_NAME
-from ..queries import GROUPS, RECORDED_FUNCTIONS, Query, QuerySet, load_query_file
-from ..toolset import build_toolset
 from .read import RecordedAnswer, UnusableAnswer
 
 ANSWER_CATEGORY_PREFIX = "answer_"

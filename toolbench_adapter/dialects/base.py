@@ -12,10 +12,11 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from toolbench_adapter.queryset.toolset import Toolset
+
 from ..errors import OptionError
 from ..parsers.base import ParsedTurn
 from ..registry import Registry
-from ..toolset import Toolset
 
 
 @dataclass

@@ -12,7 +12,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..toolset import Toolset
+from toolbench_adapter.queryset.toolset import Toolset
+
 from .base import Dialect, Rendered, for_backend
 
 FUNCTIONS_INTRO = "\nYou can call these functions (JSON schema):\n"

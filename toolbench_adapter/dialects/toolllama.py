@@ -20,10 +20,11 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from toolbench_adapter.queryset.toolset import Toolset
+
 from ..messages import process_system_message
 from ..parsers.base import ParsedTurn
 from ..protocol import react as R
-from ..toolset import Toolset
 from .base import Dialect, DialectOption, Rendered
 
 OPTIONS = {"history": DialectOption(str, "raw", ("raw", "thought")), "template": DialectOption(str, "raw", ("raw", "chat")),

@@ -11,10 +11,11 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
+from toolbench_adapter.queryset.toolset import Route, Toolset
+
 from ..compat import STB, Compat
 from ..protocol import env as E
 from ..protocol.functions import FINISH_NAME, GIVE_ANSWER, GIVE_UP
-from ..toolset import Route, Toolset
 from .lookup import NameMatch, match_name
 from .observation import coerce_answer, render, status_for, truncate
 

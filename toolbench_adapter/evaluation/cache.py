@@ -18,7 +18,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from ..fileio import OutputPathError, check_output_file
+from toolbench_adapter.files.fileio import OutputPathError, check_output_file
 
 
 def cache_key(judge: str, fingerprint: str, query: str, answer: dict[str, Any], repeat: int) -> str:

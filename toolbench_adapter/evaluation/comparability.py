@@ -18,7 +18,7 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
-from ..query_identity import canonical_sha256
+from toolbench_adapter.queryset.query_identity import canonical_sha256
 
 LEADERBOARD = "the StableToolBench leaderboard"
 COMPARABLE = f"comparable with {LEADERBOARD}: yes"

@@ -31,8 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from toolbench_adapter.files.fileio import read_json, write_json_atomic, write_text_atomic
+
 from ..errors import InputError
-from ..fileio import read_json, write_json_atomic, write_text_atomic
 from .storage import GROUP_RE, META_SUFFIX
 
 EVAL_DIR = "eval"

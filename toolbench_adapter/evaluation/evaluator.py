@@ -19,6 +19,8 @@ from typing import Annotated, Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from toolbench_adapter.files.yaml_limits import check_expanded_size
+
 from ..errors import InputError
 from ..protocol.evaluation import (
     EVALUATOR_CONFIG_FILE,
@@ -28,7 +30,6 @@ from ..protocol.evaluation import (
     TEMPLATE_FUNCTION_RE,
     TEMPLATE_NAME_RE,
 )
-from ..yaml_limits import check_expanded_size
 
 PROJECT_EVALUATORS = Path(__file__).resolve().parent / "evaluators"
 DEFAULT_EVALUATOR = "default"

@@ -14,9 +14,10 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from toolbench_adapter.files.folder_files import files_under, regular_files
+from toolbench_adapter.queryset.queries import GROUPS
+
 from ..errors import InputError
-from ..folder_files import files_under, regular_files
-from ..queries import GROUPS
 from .storage import GROUP_RE, META_SUFFIX, LabelSet, is_preference_file, read_label_file
 
 LAYOUTS = ("{model}/{group}_{model}.json or .csv (StableToolBench pass_rate_results)",

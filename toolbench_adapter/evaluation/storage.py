@@ -17,19 +17,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from toolbench_adapter.files.fileio import read_json, write_text_atomic
+from toolbench_adapter.files.folder_files import files_under
+from toolbench_adapter.queryset.queries import GROUPS
+
 from ..errors import InputError
-from ..fileio import (
-    read_json,
-    write_text_atomic,  # noqa: F401 - re-exported for the report modules
-)
-from ..folder_files import files_under
 from ..protocol.evaluation import (
     PASS_RATE_CSV_HEADER,
     PREFERENCE_OUTPUT,
     PREFERENCE_REF,
     PREFERENCE_TIE,
 )
-from ..queries import GROUPS
 from .labels import Label
 
 META_SUFFIX = ".meta.json"

@@ -1,5 +1,5 @@
 """The few numbers a run page opens with: SoPR upstream and strict (with n of N), the query counts (the run
-summary's words and numbers, evaluation/counts.py) and infrastructure failures, and the facts that name the run
+summary's words and numbers, evaluation/scoring/counts.py) and infrastructure failures, and the facts that name the run
 (model, method, dialect / parser, judge, date)."""
 
 from __future__ import annotations
@@ -7,8 +7,9 @@ from __future__ import annotations
 import datetime
 from collections import Counter
 
-from ..evaluation.counts import DEFINITIONS, count
-from ..evaluation.scores import STRICT, UPSTREAM, average
+from toolbench_adapter.evaluation.scoring.counts import DEFINITIONS, count
+from toolbench_adapter.evaluation.scoring.scores import STRICT, UPSTREAM, average
+
 from ..structured.describe import structured_fact
 from .run_data import RunData
 from .tables import SCORED_ANYWAY, failed_judgements_text
@@ -34,8 +35,8 @@ def headline(run: RunData) -> dict:
         "sopr": {},
         # against the StableToolBench leaderboard's setup, on every page's first screen (comparability.py)
         "comparability": run.comparability(),
-        "judgeCard": run.judge_card(),  # its judge's audit (judge_cards.py), beside the comparability line
-        # the words the cards use, defined once (counts.py): "answered" is a give_answer on every card
+        "judgeCard": run.judge_card(),  # its judge's audit (evaluation/audit/cards.py), beside the comparability line
+        # the words the cards use, defined once (evaluation/scoring/counts.py): "answered" is a give_answer on every card
         "words": {word: DEFINITIONS[word] for word in ("valid", "answered", "win", "by rule", "by the judge")},
     }
     per_group = Counter(q.group for q in run.queries)

@@ -22,14 +22,15 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from toolbench_adapter.evaluation.scoring.paired import mcnemar_exact, paired_bootstrap
+from toolbench_adapter.files.fileio import read_json, write_text_atomic
+from toolbench_adapter.runs.folder import FANOUT, MANIFEST, STEPS
+
 from ..errors import RUN_FOLDER_FIX, InputError
 from ..evaluation.comparability import NOT_RECORDED, run_line
 from ..evaluation.evaluations import EVAL_DIR, choose_evaluation, list_evaluations
-from ..evaluation.paired import mcnemar_exact, paired_bootstrap
 from ..evaluation.storage import read_label_file
-from ..fileio import read_json, write_text_atomic
 from ..protocol.env import STATUS_NAMES
-from ..runfolder import FANOUT, MANIFEST, STEPS
 from .axes import axes_text, axis_header, judge_text, judges_line, settings_of
 from .sweep_record import DONE, SWEEP_FILE, read_sweep
 

@@ -24,8 +24,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..fileio import write_bytes_atomic, write_text_atomic
-from ..parser_corpus import MESSAGE_PARSER, ModelOutput
+from toolbench_adapter.files.fileio import write_bytes_atomic, write_text_atomic
+from toolbench_adapter.report.parser_corpus import MESSAGE_PARSER, ModelOutput
+
 from ..parsers import ErrorKind, ParsedTurn, get_parser, parser_names
 
 DISAGREEMENT_TEXT_CHARS = 200  # keeps the kept example small

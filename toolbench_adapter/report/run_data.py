@@ -16,19 +16,20 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from toolbench_adapter.evaluation.audit.cards import citation
+from toolbench_adapter.evaluation.scoring.counts import LabelCounts, count_by_group, count_labels, is_answered
+from toolbench_adapter.evaluation.scoring.results import ScoreRow, is_score_file, read_score_file, rows_from_labels
+from toolbench_adapter.queryset.queries import GROUPS, is_group_name
+from toolbench_adapter.runs.folder import FAILED_DIR, MANIFEST, QUERY_STATS, STEPS
+
 from ..answers.read import iter_answer_files, load_answer, split_file_name
 from ..errors import RUN_FOLDER_FIX, InputError
 from ..evaluation.comparability import run_line
-from ..evaluation.counts import LabelCounts, count_by_group, count_labels, is_answered
 from ..evaluation.evaluations import EVAL_DIR, EvaluationRecord, choose_evaluation, describe_choice
-from ..evaluation.judge_cards import citation
 from ..evaluation.labels import Label
-from ..evaluation.results import ScoreRow, is_score_file, read_score_file, rows_from_labels
 from ..evaluation.storage import is_preference_file, read_label_file
 from ..outcomes import FINISHED, INFRA_FAILURE, UNKNOWN
 from ..parsers import get_parser
-from ..queries import GROUPS, is_group_name
-from ..runfolder import FAILED_DIR, MANIFEST, QUERY_STATS, STEPS
 from . import tables
 from .step_prompts import RECORDED, dialect_of, link_calls, recorded_prompts, render_prompts
 from .trajectories import answer_nodes, attach_parses, attach_records, group_calls, step_counts
@@ -75,7 +76,7 @@ class QueryData:
         return sorted(k for k, n in self.errors.items() if n and k != "none")
 
     def count_record(self) -> dict:
-        """This query as evaluation/counts.py counts it (the fields of its queries.jsonl line)."""
+        """This query as evaluation/scoring/counts.py counts it (the fields of its queries.jsonl line)."""
         return {"group": self.group, "query_id": self.query_id, "outcome": self.outcome,
                 "failure_kind": self.failure_kind, "valid_data": self.valid,
                 "answered": is_answered(self.valid, self.final_answer), "win": self.win,
@@ -119,12 +120,12 @@ class RunData:
         return run_line(self.manifest, self.evaluation.data.get("judge") if self.evaluation is not None else None)
 
     def judge_card(self) -> str:
-        """The audit line of the shown evaluation's judge (evaluation/judge_cards.py), "" without an evaluation."""
+        """The audit line of the shown evaluation's judge (evaluation/audit/cards.py), "" without an evaluation."""
         judge = self.evaluation.data.get("judge") if self.evaluation is not None else None
         return citation(judge) if judge else ""
 
     def label_counts(self) -> LabelCounts | None:
-        """The labels shown, by upstream's rule apart from the judge's (counts.py); None without label files."""
+        """The labels shown, by upstream's rule apart from the judge's (evaluation/scoring/counts.py); None without label files."""
         pairs = [(label, query.reasons[i] if i < len(query.reasons) else None)
                  for query in self.queries for i, label in enumerate(query.labels)]
         return count_labels(pairs) if pairs else None

@@ -1,6 +1,6 @@
 """The prompt each model call received, for the report: recorded, or reconstructed for older runs.
 
-A run records every model call's request in its step records (``toolbench_adapter/call_record.py``): the
+A run records every model call's request in its step records (``toolbench_adapter/runs/call_record.py``): the
 report shows those exactly, for every call, valid answer or not. Runs written before that (and plain folders
 of upstream answer files) get them reconstructed: an answer file keeps the conversation of its answer path (``answer_generation.train_messages``, the last list
 is the whole path) and the function list as sent (``answer_generation.function``). Rendering the messages
@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..call_record import decode_requests, shared_prefix
+from toolbench_adapter.queryset.toolset import Toolset
+from toolbench_adapter.runs.call_record import decode_requests, shared_prefix
+
 from ..dialects import make_dialect
-from ..toolset import Toolset
 
 RECONSTRUCTED, RECORDED = "reconstructed", "recorded"
 DIALECT_KEYS_NOT_OPTIONS = ("name", "default_parser")

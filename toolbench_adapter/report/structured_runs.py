@@ -16,9 +16,10 @@ import statistics
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from toolbench_adapter.files.fileio import read_json, write_text_atomic
+from toolbench_adapter.runs.folder import MANIFEST, QUERY_STATS, read_query_lines
+
 from ..errors import InputError
-from ..fileio import read_json, write_text_atomic
-from ..runfolder import MANIFEST, QUERY_STATS, read_query_lines
 from ..structured.describe import is_upstream
 from ..structured.rates import turn_figures
 from . import axes

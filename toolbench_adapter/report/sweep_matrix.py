@@ -13,15 +13,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from toolbench_adapter.evaluation.audit.cards import citation
+from toolbench_adapter.evaluation.scoring.paired import RESAMPLES, SEED, paired_bootstrap
+from toolbench_adapter.evaluation.scoring.results import is_score_file, read_score_file, rows_from_label_file
+from toolbench_adapter.evaluation.scoring.scores import UPSTREAM, Score
+from toolbench_adapter.files.fileio import read_json, write_text_atomic
+from toolbench_adapter.runs.folder import MANIFEST
+
 from ..errors import InputError
 from ..evaluation.comparability import SETUP_FIELD, assess
 from ..evaluation.evaluations import choose_evaluation
-from ..evaluation.judge_cards import citation
-from ..evaluation.paired import RESAMPLES, SEED, paired_bootstrap
-from ..evaluation.results import is_score_file, read_score_file, rows_from_label_file
-from ..evaluation.scores import UPSTREAM, Score
-from ..fileio import read_json, write_text_atomic
-from ..runfolder import MANIFEST
 from .parser_runs import query_scores
 from .sweep_matrix_render import Matrix, MatrixRow, to_csv, to_latex, to_markdown
 from .sweep_record import DONE, read_sweep

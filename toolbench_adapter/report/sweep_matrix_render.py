@@ -11,9 +11,10 @@ import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from toolbench_adapter.evaluation.scoring.paired import PairedDifference
+from toolbench_adapter.evaluation.scoring.scores import Score
+
 from ..evaluation.comparability import line
-from ..evaluation.paired import PairedDifference
-from ..evaluation.scores import Score
 from .tables import _latex_escape
 
 BASELINE = "baseline"

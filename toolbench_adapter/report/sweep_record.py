@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from toolbench_adapter.files.fileio import read_json
+
 from ..errors import InputError
-from ..fileio import read_json
 
 SWEEP_FILE = "sweep.json"
 FORMAT = "tba-sweep/1"

@@ -18,14 +18,15 @@ from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..evaluation.aggregates import is_scored, no_score_reason, plural
+from toolbench_adapter.evaluation.scoring.aggregates import is_scored, no_score_reason, plural
+from toolbench_adapter.evaluation.scoring.counts import Counts
+from toolbench_adapter.evaluation.scoring.results import ScoreRow
+from toolbench_adapter.evaluation.scoring.scores import STRICT, UPSTREAM, Score, average
+from toolbench_adapter.queryset.queries import GROUP_LABELS
+
 from ..evaluation.comparability import NOT_RECORDED
-from ..evaluation.counts import Counts
 from ..evaluation.evaluations import SELF_JUDGED, is_self_judged_label
-from ..evaluation.results import ScoreRow
-from ..evaluation.scores import STRICT, UPSTREAM, Score, average
 from ..evaluation.storage import write_text_atomic
-from ..queries import GROUP_LABELS
 from ..structured.describe import caption_notes
 
 COLUMNS = list(GROUP_LABELS)  # README SoPR order: I1 Inst, I1 Cat, I1 Tool, I2 Cat, I2 Inst, I3 Inst
@@ -40,7 +41,7 @@ class BoardRow:
     name: str
     cells: dict[str, Score] = field(default_factory=dict)
     model: str = ""
-    counts: dict[str, Counts] | None = None  # group -> the run's query counts (counts.py), where known
+    counts: dict[str, Counts] | None = None  # group -> the run's query counts (evaluation/scoring/counts.py), where known
 
     @property
     def scored(self) -> list[str]:
@@ -68,7 +69,7 @@ class Leaderboard:
     # row name -> "comparable with the StableToolBench leaderboard: yes" / "not comparable ...: reasons"
     comparability: dict[str, str] = field(default_factory=dict)
     # row name -> its judge's audit: "judge X: kappa ..." or "judge X not audited: run `tba judge-audit ...`"
-    # (evaluation/judge_cards.py); rows of score or label files have none
+    # (evaluation/audit/cards.py); rows of score or label files have none
     judge_cards: dict[str, str] = field(default_factory=dict)
 
     def comparability_of(self, row: BoardRow) -> str:

@@ -2,7 +2,7 @@
 
 Reads the run folder's ``steps.jsonl`` (one JSON line per environment step: group, query_id, method, step,
 parser, error, rung, call, status), its ``queries.jsonl`` and its answer files ``{group}/{qid}_{method}.json``.
-The counts (queries, finished, infrastructure failures, valid, answered, win) are evaluation/counts.py's, the
+The counts (queries, finished, infrastructure failures, valid, answered, win) are evaluation/scoring/counts.py's, the
 same words and numbers as the run summary, the manifest and the report. Steps that record ``violations`` add a
 fourth table: model turns, valid ones, re-asks and call violations by kind (toolbench_adapter/structured/).
 """
@@ -16,13 +16,14 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from toolbench_adapter.evaluation.scoring.counts import Counts
+from toolbench_adapter.queryset.queries import GROUPS
+from toolbench_adapter.runs.folder import STEPS as STEPS_FILE
+from toolbench_adapter.runs.folder import run_counts
+
 from ..errors import InputError
-from ..evaluation.counts import Counts
 from ..parsers.schema import VIOLATION_KINDS
 from ..protocol.env import STATUS_NAMES
-from ..queries import GROUPS
-from ..runfolder import STEPS as STEPS_FILE
-from ..runfolder import run_counts
 from ..structured.rates import TurnFigures, is_reask, turn_figures
 
 NO_CALL = "no call"
@@ -32,7 +33,7 @@ NO_CALL = "no call"
 class GroupTaxonomy:
     status: Counter = field(default_factory=Counter)  # status code (int) or NO_CALL -> steps
     errors: Counter = field(default_factory=Counter)  # parse error kind -> steps
-    counts: Counts = field(default_factory=Counts)  # counts.py: queries, finished, valid, answered, win
+    counts: Counts = field(default_factory=Counts)  # evaluation/scoring/counts.py: queries, finished, valid, answered, win
     # structured/rates.py: model turns, valid ones, re-asks, call violations by kind (re-asks are not steps)
     calls: TurnFigures = field(default_factory=TurnFigures)
 

@@ -10,9 +10,10 @@ from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 
+from toolbench_adapter.files.fileio import OutputPathError, check_writable
+
 from ..compat import STB, Compat
 from ..errors import InputError
-from ..fileio import OutputPathError, check_writable
 from ..protocol import server as S
 from .cache import ResponseCache
 from .catalog import ApiCatalog

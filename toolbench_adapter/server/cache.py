@@ -40,8 +40,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..fileio import output_path_error, write_json_atomic
-from ..folder_files import files_under
+from toolbench_adapter.files.fileio import output_path_error, write_json_atomic
+from toolbench_adapter.files.folder_files import files_under
+
 from .names import SIMULATED_DIR, ApiKey
 
 try:

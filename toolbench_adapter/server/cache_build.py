@@ -24,16 +24,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from toolbench_adapter.files.fileio import OutputPathError, output_path_error
+from toolbench_adapter.queryset.queries import GROUPS
+from toolbench_adapter.queryset.toolset import Toolset, build_toolset
+
 from ..answers.read import RecordedAnswer, UnusableAnswer, expand_answer_inputs, read_recorded
 from ..answers.recorded_query import QueryResolver
 from ..answers.shape import deepest_point
 from ..errors import InputError
-from ..fileio import OutputPathError, output_path_error
 from ..naming import suffix_match
 from ..protocol import env as E
 from ..protocol.functions import FINISH_NAME
-from ..queries import GROUPS
-from ..toolset import Toolset, build_toolset
 from .cache import write_cache_file
 from .names import UnsafeName, api_key_for
 

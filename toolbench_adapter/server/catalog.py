@@ -10,9 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..folder_files import files_under
+from toolbench_adapter.files.folder_files import files_under
+from toolbench_adapter.queryset.queries import QuerySet
+
 from ..naming import pure_api_name, server_tool_folder, standardize, standardize_category
-from ..queries import QuerySet
 from .names import ApiKey
 
 log = logging.getLogger(__name__)

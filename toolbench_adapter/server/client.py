@@ -1,6 +1,6 @@
 """Client for the /virtual protocol (StableToolBench's server, ours, or a MirrorAPI server).
 
-Sends upstream's payload through the one HTTP layer (toolbench_adapter/transport.py: retries, fault
+Sends upstream's payload through the one HTTP layer (toolbench_adapter/net/transport.py: retries, fault
 kinds, the shared token bucket) and never raises to the caller: every failure becomes a ``ServerReply``
 whose answer is the dict upstream's client would have built. Thread-safe: one client serves all threads
 of a run (each thread gets its own requests.Session). Given several URLs (servers with the same cache and
@@ -24,11 +24,12 @@ from enum import StrEnum
 from typing import Any
 from urllib.parse import urlsplit
 
+from toolbench_adapter.net.ratelimit import RateLimiter, shared_limiter
+from toolbench_adapter.net.transport import FaultKind, HttpResult, HttpTransport, RetryPolicy, url_list
+
 from ..errors import InputError
 from ..protocol import env as E
 from ..protocol import server as S
-from ..transport import FaultKind, HttpResult, HttpTransport, RetryPolicy, url_list
-from .ratelimit import RateLimiter, shared_limiter
 
 SOURCE_HEADER = "X-TBA-Source"  # our server names where an answer came from (cache, simulator, ...)
 

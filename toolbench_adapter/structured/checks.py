@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from toolbench_adapter.queryset.toolset import Toolset
+
 from ..parsers.base import ParsedTurn
 from ..parsers.schema import LazySchemas, Violation, turn_violations
-from ..toolset import Toolset
 
 
 def step_violations(parsed: ParsedTurn, toolset: Toolset, schemas: LazySchemas | None = None) -> list[list[dict]]:

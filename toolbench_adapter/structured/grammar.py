@@ -36,12 +36,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from toolbench_adapter.queryset.toolset import Toolset
+
 from ..errors import InputError
 from ..parsers.upstream_schema import argument_schemas, function_entries
 from ..protocol.functions import FINISH_NAME, GIVE_ANSWER, GIVE_UP
 from ..protocol.parsers import HERMES_CLOSE, HERMES_OPEN
 from ..protocol.react import ACTION_END, ACTION_INPUT_END, THOUGHT_MARKER
-from ..toolset import Toolset
 
 THOUGHT_MAX_CHARS = 300
 CALL_ID_MAX_CHARS = 16

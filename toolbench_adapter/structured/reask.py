@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import json
 
+from toolbench_adapter.queryset.toolset import Toolset
+
 from ..parsers.schema import Violation
 from ..parsers.upstream_schema import argument_schemas
 from ..protocol.parsers import HERMES_CLOSE, HERMES_OPEN
 from ..protocol.react import ACTION_INPUT_MARKER, ACTION_MARKER, THOUGHT_MARKER
-from ..toolset import Toolset
 
 FORMATS = {
     "toolllama": f"{THOUGHT_MARKER}<your thought, one line>\n{ACTION_MARKER}<one function name from the list>\n"

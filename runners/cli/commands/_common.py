@@ -50,8 +50,8 @@ def parse_options(pairs: list[str]) -> dict:
 
 def add_judge_flags(parser: argparse.ArgumentParser, *, evaluator_help: str, prefill_help: str) -> None:
     """The judge client, evaluator, cache and failure flags that tba judge, prefer and judge-audit share."""
-    from toolbench_adapter.evaluation.chat import CHAT_CLIENTS
-    from toolbench_adapter.evaluation.judge import JUDGES
+    from toolbench_adapter.evaluation.judging.chat import CHAT_CLIENTS
+    from toolbench_adapter.evaluation.judging.judge import JUDGES
 
     parser.add_argument("--judge-backend", default="openai",
                         help=f"chat client factory (registered: {', '.join(CHAT_CLIENTS.names())})")
@@ -133,8 +133,8 @@ def judge_failures_lines(failed: int, total: int, samples: list[str], redo: str,
 
 
 def preflight_judge_args(client, probe=None) -> None:
-    """The judge preflight (toolbench_adapter/evaluation/preflight.py) before any work: exit 2 with the fix."""
-    from toolbench_adapter.evaluation.preflight import PREFLIGHT_PROMPT, preflight_judge
+    """The judge preflight (toolbench_adapter/evaluation/judging/preflight.py) before any work: exit 2 with the fix."""
+    from toolbench_adapter.evaluation.judging.preflight import PREFLIGHT_PROMPT, preflight_judge
 
     preflight_judge(client, probe or (lambda: client.chat([{"role": "user", "content": PREFLIGHT_PROMPT}],
                                                           temperature=0, max_tokens=16)))
@@ -145,7 +145,7 @@ def prepare_judge_args(client, spec, mode: str, **options):
     endpoint when auto, one request in its shape answered; exit 2 with the fix otherwise. Says which mode."""
     import sys
 
-    from toolbench_adapter.evaluation.preflight import prepare_judge
+    from toolbench_adapter.evaluation.judging.preflight import prepare_judge
 
     judge = prepare_judge(client, spec, mode, **options)
     print(f"judge mode: {judge.mode} ({judge.mode_choice})", file=sys.stderr)
@@ -175,7 +175,7 @@ def judge_model_from_args(args: argparse.Namespace) -> str | None:
 
 def judge_client_from_args(args: argparse.Namespace):
     from toolbench_adapter.evaluation.cache import check_cache_path
-    from toolbench_adapter.evaluation.chat import build_chat_client
+    from toolbench_adapter.evaluation.judging.chat import build_chat_client
 
     # the first thing tba judge / prefer / judge-audit do: an unwritable --cache is exit 2 before any request
     uses_cache = not getattr(args, "no_cache", False) and getattr(args, "metric", "sopr") != "fac"  # FAC: uncached

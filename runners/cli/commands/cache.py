@@ -48,7 +48,7 @@ def register(subparsers) -> None:
 
 
 def run_build(args: argparse.Namespace) -> int:
-    from toolbench_adapter.fileio import check_writable
+    from toolbench_adapter.files.fileio import check_writable
     from toolbench_adapter.server.cache_build import build_cache, refusal_line
 
     check_writable(args.out)  # an unwritable --out is exit 2 before the answers are read

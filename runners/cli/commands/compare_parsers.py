@@ -69,7 +69,7 @@ def add_command(subparsers, name: str, help_text: str, description: str) -> None
 
 
 def run(args) -> int:
-    from toolbench_adapter.fileio import check_writable
+    from toolbench_adapter.files.fileio import check_writable
 
     check_writable(args.out)
     if args.runs:
@@ -113,7 +113,7 @@ def run_on_settings(variants, args) -> int:
 
 def run_on_outputs(args) -> int:
     from toolbench_adapter.errors import InputError
-    from toolbench_adapter.parser_corpus import read_outputs
+    from toolbench_adapter.report.parser_corpus import read_outputs
     from toolbench_adapter.report.parsers import (
         compare_parsers,
         inapplicable_line,

@@ -8,7 +8,7 @@ from collections import Counter
 
 from toolbench_adapter.answers.convert import ORDERS, Refused, convert_folder, methods_found
 from toolbench_adapter.errors import InputError
-from toolbench_adapter.fileio import check_output_file, write_json_atomic
+from toolbench_adapter.files.fileio import check_output_file, write_json_atomic
 
 from ..ranges import NOT_NEGATIVE, SEED
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from toolbench_adapter.datafetch import ANY_COMMIT_FLAG, UPSTREAM_BASE_URL, fetch_queries
 from toolbench_adapter.protocol.query_files import UPSTREAM_COMMIT
-from toolbench_adapter.queries import GROUPS
+from toolbench_adapter.queryset.datafetch import ANY_COMMIT_FLAG, UPSTREAM_BASE_URL, fetch_queries
+from toolbench_adapter.queryset.queries import GROUPS
 
 
 def register(subparsers) -> None:

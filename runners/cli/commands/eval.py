@@ -91,8 +91,8 @@ def check(args):
     import argparse
 
     from toolbench_adapter.evaluation.cache import check_cache_path
-    from toolbench_adapter.evaluation.chat import CHAT_CLIENTS
-    from toolbench_adapter.fileio import check_writable
+    from toolbench_adapter.evaluation.judging.chat import CHAT_CLIENTS
+    from toolbench_adapter.files.fileio import check_writable
 
     from ...judging.evaluate import check_self_judging
     from ._common import judge_client_options
@@ -120,7 +120,7 @@ def check(args):
     if args.judge_backend == "openai":  # a dead judge found now, not after the run: one GET /models per URL
         import sys
 
-        from toolbench_adapter.evaluation.preflight import check_served
+        from toolbench_adapter.evaluation.judging.preflight import check_served
 
         from ...judging.judge_ray import ChatRecipe
 

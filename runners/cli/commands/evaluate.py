@@ -123,7 +123,7 @@ def run(args) -> int:
         if executor is not None:
             executor.close()
     print(result.text)
-    print(f"labels: {result.labels.text()}")  # upstream's rule apart from the judge's verdicts (counts.py)
+    print(f"labels: {result.labels.text()}")  # upstream's rule apart from the judge's verdicts (evaluation/scoring/counts.py)
     identity = result.identity
     print(f"evaluation: {result.evaluation_id} (RUN/eval/{result.evaluation_id}, RUN/tables/{result.evaluation_id}); "
           f"judge {identity.label}; judge mode {identity.mode} ({result.mode_choice})")

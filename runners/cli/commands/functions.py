@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from toolbench_adapter.compat import Compat
-from toolbench_adapter.queries import QuerySet
-from toolbench_adapter.toolset import FLAVOURS, build_toolset, functions_json
+from toolbench_adapter.queryset.queries import QuerySet
+from toolbench_adapter.queryset.toolset import FLAVOURS, build_toolset, functions_json
 
 from ._common import add_compat, add_stb_root, stb_root_arg
 

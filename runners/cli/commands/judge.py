@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from toolbench_adapter.evaluation.evaluator import load_evaluator
-from toolbench_adapter.evaluation.run_judge import fac_file, judge_file, names_from_path
+from toolbench_adapter.evaluation.judging.run_judge import fac_file, judge_file, names_from_path
 
 from ..ranges import COUNT
 from ._common import (

@@ -7,16 +7,16 @@ import json
 import time
 
 from toolbench_adapter.errors import InputError
-from toolbench_adapter.evaluation.agreement import RESAMPLES
-from toolbench_adapter.evaluation.audit import audit, audit_cost, plan_audit
-from toolbench_adapter.evaluation.audit_report import audit_record, audit_text, card_entry, cost_text, summarize
-from toolbench_adapter.evaluation.audit_sets import AUDIT_SETS, audit_set
+from toolbench_adapter.evaluation.audit.agreement import RESAMPLES
+from toolbench_adapter.evaluation.audit.cards import CARDS_ENV, citation, write_card
+from toolbench_adapter.evaluation.audit.rejudge import audit, audit_cost, plan_audit
+from toolbench_adapter.evaluation.audit.report import audit_record, audit_text, card_entry, cost_text, summarize
+from toolbench_adapter.evaluation.audit.sets import AUDIT_SETS, audit_set
 from toolbench_adapter.evaluation.cache import JudgementCache
 from toolbench_adapter.evaluation.evaluations import JudgeIdentity
 from toolbench_adapter.evaluation.evaluator import load_evaluator
-from toolbench_adapter.evaluation.judge_cards import CARDS_ENV, citation, write_card
 from toolbench_adapter.evaluation.labelsets import discover_all
-from toolbench_adapter.fileio import write_text_atomic
+from toolbench_adapter.files.fileio import write_text_atomic
 
 from ..ranges import COUNT, SEED
 from ._common import (

@@ -24,9 +24,9 @@ def register(subparsers) -> None:
 def run(args) -> int:
     from pathlib import Path
 
-    from toolbench_adapter.fileio import utf8_safe
-    from toolbench_adapter.parser_corpus import read_jsonl
+    from toolbench_adapter.files.fileio import utf8_safe
     from toolbench_adapter.parsers import get_parser
+    from toolbench_adapter.report.parser_corpus import read_jsonl
 
     parser = get_parser(args.parser)
     if args.input:

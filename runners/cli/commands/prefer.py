@@ -6,8 +6,8 @@ import argparse
 
 from toolbench_adapter.errors import InputError
 from toolbench_adapter.evaluation.evaluator import load_evaluator
-from toolbench_adapter.evaluation.preference import DEFAULT_SEED, prefer_files
-from toolbench_adapter.evaluation.run_judge import names_from_path
+from toolbench_adapter.evaluation.judging.preference import DEFAULT_SEED, prefer_files
+from toolbench_adapter.evaluation.judging.run_judge import names_from_path
 
 from ..ranges import COUNT, SEED
 from ._common import (

@@ -7,8 +7,8 @@ import json
 from toolbench_adapter.compat import Compat
 from toolbench_adapter.dialects import DIALECTS, make_dialect
 from toolbench_adapter.messages import initial_messages
-from toolbench_adapter.queries import QuerySet
-from toolbench_adapter.toolset import FLAVOURS, build_toolset
+from toolbench_adapter.queryset.queries import QuerySet
+from toolbench_adapter.queryset.toolset import FLAVOURS, build_toolset
 
 from ._common import add_compat, add_stb_root, parse_options, stb_root_arg
 

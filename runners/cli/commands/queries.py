@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from toolbench_adapter.queries import QuerySet
+from toolbench_adapter.queryset.queries import QuerySet
 
 from ._common import add_stb_root, stb_root_arg
 

@@ -7,9 +7,9 @@ import os
 from pathlib import Path
 
 from toolbench_adapter.errors import InputError
-from toolbench_adapter.evaluation import published
 from toolbench_adapter.evaluation.labelsets import LAYOUTS
-from toolbench_adapter.evaluation.reproduce import (
+from toolbench_adapter.evaluation.published import leaderboards as published
+from toolbench_adapter.evaluation.published.reproduce import (
     check_matches,
     compare_published,
     default_test_ids,
@@ -21,7 +21,7 @@ from toolbench_adapter.evaluation.reproduce import (
     reproduce_labels,
     unpaired_fix,
 )
-from toolbench_adapter.evaluation.results import write_score_file
+from toolbench_adapter.evaluation.scoring.results import write_score_file
 from toolbench_adapter.report.tables import build_leaderboards, to_markdown
 
 from ..ranges import COUNT
@@ -99,8 +99,8 @@ def run_evaluations(sources: list[str]) -> tuple[list[str], list[str]]:
     latest complete evaluation's labels; each gets its comparability line (evaluation/comparability.py)."""
     from toolbench_adapter.evaluation.comparability import run_line
     from toolbench_adapter.evaluation.evaluations import RECORD, choose_evaluation
-    from toolbench_adapter.fileio import read_json
-    from toolbench_adapter.runfolder import MANIFEST
+    from toolbench_adapter.files.fileio import read_json
+    from toolbench_adapter.runs.folder import MANIFEST
 
     paths, lines = [], []
     for source in sources:

@@ -10,8 +10,8 @@ import sys
 from dataclasses import fields
 
 from toolbench_adapter.errors import InputError
-from toolbench_adapter.evaluation.counts import glossary
-from toolbench_adapter.fileio import check_writable
+from toolbench_adapter.evaluation.scoring.counts import glossary
+from toolbench_adapter.files.fileio import check_writable
 from toolbench_adapter.structured.describe import policy_text, turns_text
 
 from ...config import RunConfig, load_yaml

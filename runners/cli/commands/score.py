@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from toolbench_adapter.evaluation.evaluations import refuse_mixed
-from toolbench_adapter.evaluation.results import rows_from_labels, write_score_file
+from toolbench_adapter.evaluation.scoring.results import rows_from_labels, write_score_file
 
 from ..ranges import COUNT
 from ._common import JUDGE_FAILURES_EXIT

@@ -203,7 +203,7 @@ class SweepCommand:
 
     def run(self) -> int:
         from toolbench_adapter.evaluation.cache import check_cache_path
-        from toolbench_adapter.fileio import check_writable
+        from toolbench_adapter.files.fileio import check_writable
 
         from ...sweep.state import SweepState
 
@@ -269,7 +269,7 @@ class SweepCommand:
 
     def judge_plan(self, label, jargs, cfg):
         from toolbench_adapter.errors import InputError
-        from toolbench_adapter.evaluation.chat import CHAT_CLIENTS
+        from toolbench_adapter.evaluation.judging.chat import CHAT_CLIENTS
 
         from ...judging.evaluate import check_self_judging
         from ...sweep.endpoints import max_in_flight
@@ -296,7 +296,7 @@ class SweepCommand:
 
     def check_judges_served(self, plans) -> None:
         """A dead judge is found now, before any cell runs: one GET /models per judge."""
-        from toolbench_adapter.evaluation.preflight import check_served
+        from toolbench_adapter.evaluation.judging.preflight import check_served
 
         seen = set()
         for plan in plans:

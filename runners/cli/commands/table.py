@@ -6,19 +6,19 @@ import argparse
 from pathlib import Path
 
 from toolbench_adapter.errors import RUN_FOLDER_FIX, InputError
+from toolbench_adapter.evaluation.audit.cards import citation
 from toolbench_adapter.evaluation.comparability import run_line
 from toolbench_adapter.evaluation.evaluations import choose_evaluation, describe_choice, refuse_mixed
-from toolbench_adapter.evaluation.judge_cards import citation
-from toolbench_adapter.evaluation.results import (
+from toolbench_adapter.evaluation.scoring.results import (
     is_score_file,
     read_score_file,
     rows_from_label_file,
     rows_from_labels,
 )
 from toolbench_adapter.evaluation.storage import write_text_atomic
-from toolbench_adapter.fileio import read_json
+from toolbench_adapter.files.fileio import read_json
 from toolbench_adapter.report import tables, taxonomy
-from toolbench_adapter.runfolder import MANIFEST, run_counts
+from toolbench_adapter.runs.folder import MANIFEST, run_counts
 
 from ._common import JUDGE_FAILURES_EXIT
 
@@ -111,7 +111,7 @@ def run_rows(run_dir: Path, judge_id: str | None, unfinished: list, comparable: 
              cards: dict | None = None) -> list:
     """The score rows of a run folder's evaluation: ``judge_id``'s, else the latest complete one (evaluations.py),
     named on stdout with the others and its comparability line (``comparable``: model -> line, filled); a run
-    whose evaluations all failed joins ``unfinished``; ``cards``: model -> its judge's audit line (judge_cards.py:
+    whose evaluations all failed joins ``unfinished``; ``cards``: model -> its judge's audit line (evaluation/audit/cards.py:
     the card as it is now, so an audit made after the evaluation is cited)."""
     chosen, records = choose_evaluation(run_dir, judge_id)
     print(f"{run_dir}: {describe_choice(chosen, records)}")

@@ -1,5 +1,5 @@
 """Chat-completions calls to an OpenAI-compatible server (vLLM, OpenAI, ...) for the model-backed simulators,
-through the one HTTP layer (toolbench_adapter/transport.py): transient faults (timeouts, resets, 5xx, 429 with
+through the one HTTP layer (toolbench_adapter/net/transport.py): transient faults (timeouts, resets, 5xx, 429 with
 its Retry-After) are retried with backoff there; a fault that outlives the retries is final."""
 
 from __future__ import annotations
@@ -7,7 +7,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ...transport import FaultKind, HttpTransport, RetryPolicy
+from toolbench_adapter.net.transport import FaultKind, HttpTransport, RetryPolicy
+
 from .base import SimulatorOptions
 
 _FENCE = re.compile(r"^\s*```(?:json)?\s*|\s*```\s*$")

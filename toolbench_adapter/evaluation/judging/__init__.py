@@ -1,0 +1,1 @@
+"""The judges: the pass-rate decision procedure, the chat clients it asks, preflight, SoWR and FAC judging."""

@@ -1,0 +1,1 @@
+"""Scores: SoPR and SoWR arithmetic, the leaderboard's aggregates, paired statistics, counts and score files."""
