@@ -5,7 +5,8 @@ Checked: (1) the paths in its text (outside code blocks, backticked or not) that
 project (runners/, toolbench_adapter/, benchmarks/, data/, tests/), each as written from the root; (2) the
 module paths it gives relative to a package (`execution/runner.py`, `parsers/base.py`): some file of the
 project ends with that path; (3) the layer tree (the code block that opens with `Makefile`): each row's names
-(`cli/`, `failures.py`, `naming, queries`: a module or a package) under the folder the row sits in, and the
+(`cli/`, `failures.py`, `naming.py, compat.py`: a module or a package) under the folder the row sits in (a row
+indented two more than a folder's row sits in that folder), and the
 `name.py` / `name/` its description mentions, under that row's folder, a folder above it, or a package root.
 Placeholders (NAME, `<judge-id>`, `{group}`) and globs (`published*.py`) are not paths and are left out."""
 
@@ -45,22 +46,24 @@ def tree_entries() -> list[tuple[str, str, list[Path]]]:
     """(the row as written, the name, where it may be) for every name of the layer tree."""
     tree = next(block for block in FENCE.findall(DESIGN.read_text(encoding="utf-8")) if block.startswith("Makefile"))
     entries: list[tuple[str, str, list[Path]]] = []
-    top: Path | None = None  # the top folder the indented rows sit in
+    folders: dict[int, Path] = {}  # indent -> the folder a row at that indent opened (rows below it sit inside)
     row_dir = PROJECT_ROOT  # the folder of the row being read (its description's paths are relative to it)
     for line in tree.splitlines():
         row = TREE_ROW.match(line)
         indent = len(line) - len(line.lstrip())
         description = line
-        if row and indent in (0, 2) and (indent == 0 or top is not None):
-            base = PROJECT_ROOT if indent == 0 else top
+        if row and indent % 2 == 0 and (indent == 0 or indent - 2 in folders):
+            base = PROJECT_ROOT if indent == 0 else folders[indent - 2]
             names = row.group(2).rstrip(",").split(", ")
             for name in names:
                 folder_or_file = name.endswith("/") or "." in name or name == "Makefile"
                 where = [base / name] if folder_or_file else [base / f"{name}.py", base / name]
                 entries.append((line.strip(), name, where))
             first = base / names[0]
-            if indent == 0:
-                top = first if names[0].endswith("/") else None
+            for deeper in [i for i in folders if i >= indent]:
+                del folders[deeper]
+            if names[0].endswith("/"):
+                folders[indent] = first
             row_dir = first if names[0].endswith("/") else base
             description = line[row.end():]
         for name in PATH.findall(description):
@@ -94,7 +97,7 @@ def test_the_checks_read_what_the_page_holds():
     still find the tree's rows and the text's paths."""
     names = {name for _, name, _ in tree_entries()}
     assert {"Makefile", "runners/", "cli/", "execution/", "failures.py", "toolbench_adapter/", "evaluation/",
-            "naming", "http_session", "data/published/", "tests/", "runner.py", "main.py"} <= names
+            "naming.py", "net/", "audit/", "scoring/", "data/published/", "tests/", "runner.py", "main.py"} <= names
     paths = prose_paths()
     assert "toolbench_adapter/runs/folder.py" in paths and "execution/runner.py" in paths
     assert not any(placeholder(p) for p in paths)

@@ -54,7 +54,17 @@ def test_the_project_keeps_every_import_contract(project_copy):
     # a backend importing another backend
     ("runners/models/scripted.py", "from runners.models import hf  # noqa", "model backends do not import"),
     # the search writing files
-    ("runners/search/cot.py", "from toolbench_adapter import runfolder  # noqa", "runners.search writes no files"),
+    ("runners/search/cot.py", "from toolbench_adapter.runs import folder  # noqa", "runners.search writes no files"),
+    # a lower room of the library reaching up (the transport reading a run folder; before issue 44 the caps module
+    # imported server/ratelimit.py, a room above it)
+    ("toolbench_adapter/net/transport.py", "from toolbench_adapter.runs import folder  # noqa",
+     "toolbench_adapter: report -> doctor"),
+    # a label file's reader depending on a judge
+    ("toolbench_adapter/evaluation/storage.py", "from toolbench_adapter.evaluation.judging import judge  # noqa",
+     "evaluation's top-level modules import none"),
+    # the scores reaching up into the audit
+    ("toolbench_adapter/evaluation/scoring/scores.py", "from toolbench_adapter.evaluation.audit import cards  # noqa",
+     "evaluation: audit | published"),
     # the judge's library reaching the runners (unseen while evaluation/ had no __init__.py)
     ("toolbench_adapter/evaluation/scoring/counts.py", "from runners.execution import runner  # noqa",
      "toolbench_adapter imports nothing"),

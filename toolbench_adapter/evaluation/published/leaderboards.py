@@ -18,21 +18,28 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from toolbench_adapter.errors import InputError
-from toolbench_adapter.evaluation.published.averages import (
+from toolbench_adapter.evaluation.published.averages import (  # noqa: F401  (the checks are part of this module's interface)
+    FOLLOWS,
+    NOT_FOLLOWING,
+    STD_DIFFERS,
+    AverageCheck,
+    averages_text,
+    check_average,
+    check_averages,
     followed_by,
 )
 from toolbench_adapter.evaluation.published.cells import PublishedCell, parse_cell, prints_as  # noqa: F401
 from toolbench_adapter.evaluation.published.columns import METRICS, POOLED, column_key, metric_word  # noqa: F401
 from toolbench_adapter.evaluation.published.file import read_table_text
 from toolbench_adapter.evaluation.published.formats import find_grids
-from toolbench_adapter.evaluation.published.names import (
+from toolbench_adapter.evaluation.published.names import (  # noqa: F401
     BY_MATCH,
     BY_PRESET,
     BY_WORDS,
     normalise,
     pair_rows,
     unmatched_text,
-)  # noqa: F401
+)
 from toolbench_adapter.evaluation.published.tables import GUESSED, PublishedRow, PublishedTable, tables_from_grid
 from toolbench_adapter.evaluation.scoring.aggregates import BoardLine
 from toolbench_adapter.queryset.queries import GROUP_LABELS
