@@ -176,7 +176,7 @@ compare-parsers-live: install  ## the eval's model with LIVE_PARSERS (one sweep,
 # structured output (none of it upstream): the eval's model (offline default: SmolLM2) in each cell of
 # dialect x --constrain x --on-invalid (runners/sweeps/compare-structured.yaml), run together, each judged, then one
 # table against the upstream setting (toolllama__off__observe). Its folder: results/sweeps/$(STRUCT_RUN) (a rerun
-# skips the cells done). All eight take ~2.5 h on 2 CPU cores (README); a subset: STRUCT_CELLS='toolllama__off__observe
+# skips the cells done). All eight take ~2.5 h on 2 CPU cores (docs/structured-output.md); a subset: STRUCT_CELLS='toolllama__off__observe
 # toolllama__schema__observe' (tba sweep runners/sweeps/compare-structured.yaml --dry-run lists the cells)
 STRUCT_RUN         ?= structured
 STRUCT_OUT         ?= results/structured_comparison
@@ -187,7 +187,7 @@ compare-structured: install  ## {toolllama, json-object} x {--constrain off, sch
 	  --quiet $(RUN_FLAGS) $(JUDGE_FLAGS)
 	$(TBA) compare-runs --runs results/sweeps/$(STRUCT_RUN) --out $(STRUCT_OUT)
 
-# tba sweep: many runs from one spec (README: Sweeps); the default runs the scripted agent x 2 methods x 2 parsers,
+# tba sweep: many runs from one spec (docs/sweeps.md); the default runs the scripted agent x 2 methods x 2 parsers,
 # judged by the local 135M judge. SWEEP_ARGS passes more flags (tba sweep --help), e.g. --dry-run
 SPEC        ?= runners/sweeps/demo.yaml
 SWEEP_ARGS  ?=

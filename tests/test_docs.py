@@ -1,5 +1,6 @@
 """DESIGN.md stays true: every path it names exists, and README.md links it (issue 23 item 5: the map lives in the
-project and is kept true as the code changes).
+project and is kept true as the code changes). README.md stays a front door (issue 44): short, the two commands
+first, one click to every page of docs/, and every page in the site's nav (mkdocs.yml).
 
 Checked: (1) the paths in its text (outside code blocks, backticked or not) that start with a top folder of the
 project (runners/, toolbench_adapter/, benchmarks/, data/, tests/), each as written from the root; (2) the
@@ -106,3 +107,44 @@ def test_the_checks_read_what_the_page_holds():
 def test_readme_links_the_design_page():
     readme = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
     assert re.search(r"\]\((\./)?DESIGN\.md(#[\w-]*)?\)", readme), "README.md has no link to DESIGN.md"
+
+
+README = PROJECT_ROOT / "README.md"
+DOCS = PROJECT_ROOT / "docs"
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def docs_pages() -> list[str]:
+    return sorted(p.relative_to(DOCS).as_posix() for p in DOCS.rglob("*.md"))
+
+
+def test_readme_is_a_front_door():
+    lines = README.read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 250, f"README.md has {len(lines)} lines: the front door keeps at most 250 (the rest: docs/)"
+    opening = "\n".join(lines[:60])
+    for command in ("make eval", "make test"):
+        assert command in opening, f"README.md's first 60 lines do not give `{command}`"
+
+
+def test_readme_reaches_every_docs_page_in_one_click():
+    links = {target.split("#")[0] for target in LINK.findall(README.read_text(encoding="utf-8"))}
+    pages = docs_pages()
+    assert len(pages) >= 8
+    broken = [t for t in links if t.startswith("docs/") and not (PROJECT_ROOT / t).exists()]
+    assert broken == [], f"README.md links pages that do not exist: {broken}"
+    unlinked = [page for page in pages if f"docs/{page}" not in links]
+    assert unlinked == [], f"README.md does not link these docs pages: {unlinked}"
+
+
+def test_every_docs_page_is_in_the_site_nav():
+    import yaml
+
+    def listed(nav) -> list[str]:
+        if isinstance(nav, str):
+            return [nav]
+        items = nav.values() if isinstance(nav, dict) else nav
+        return [page for item in items for page in listed(item)]
+
+    nav = listed(yaml.safe_load((PROJECT_ROOT / "mkdocs.yml").read_text(encoding="utf-8"))["nav"])
+    assert [p for p in docs_pages() if p not in nav] == [], "docs pages missing from mkdocs.yml's nav"
+    assert [p for p in nav if not (DOCS / p).exists()] == [], "mkdocs.yml's nav names pages that do not exist"

@@ -205,7 +205,7 @@ def load_yaml(path: str | Path) -> dict:
     """A config file's settings, every one checked (names, types, ranges): InputError (exit 2) naming the
     file, each wrong setting and its fix."""
     path = Path(path)
-    data = read_yaml(path, "config file", fix="a run config is a flat mapping of settings (README: Runs)") or {}
+    data = read_yaml(path, "config file", fix="a run config is a flat mapping of settings (docs/runs.md)") or {}
     if not isinstance(data, dict):
         raise InputError("config file must hold a mapping of run settings", path=path,
                          fix="write one `setting: value` per line, e.g. concurrency: 4")

@@ -8,7 +8,7 @@ Layout of ``{out_root}/{name}/``:
 - ``cache/``: the response cache, each recording's calls under its own category (no two recordings fight);
 - ``{batch}/``: one run folder per method (and dialect, limits, and the compat flags an older ToolBench DFSDT
   recording needs: search_rule.py): manifest, answer files, steps, queries.jsonl;
-- ``replay.jsonl``: one line per input file (see README / ``tba replay --help``).
+- ``replay.jsonl``: one line per input file (see docs/replay.md / ``tba replay --help``).
 
 Groups: the group named in the file's path, else "G0_ungrouped"; a second recording of the same query and
 method is replayed under ``{group}_2`` (and so on) so that each recording keeps its own answer file.

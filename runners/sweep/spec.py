@@ -139,10 +139,10 @@ def load_spec(path: str | Path, *, name: str | None = None, base_overrides: dict
     replace base's); ``judges_override``: one judge given by flags replaces the spec's judges; ``axes_override``:
     an axis's values given on the command line (--axis parser=a,b) replace the spec's."""
     path = Path(path)
-    data = read_yaml(path, "sweep spec", fix="see README: Sweeps for the spec's shape and an example")
+    data = read_yaml(path, "sweep spec", fix="see docs/sweeps.md for the spec's shape and an example")
     if not isinstance(data, dict):
         raise InputError("a sweep spec is a mapping with name, base, axes and judges", path=path,
-                         fix="see README: Sweeps for an example")
+                         fix="see docs/sweeps.md for an example")
     for key in data:
         if key not in TOP_KEYS:
             raise InputError(f"unknown key {key!r}", path=path, field=str(key),

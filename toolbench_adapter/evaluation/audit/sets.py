@@ -2,7 +2,7 @@
 
 A set holds pass-rate label files (``pass_rate_results/{model}/``) and the converted answers they label
 (``model_predictions_converted/{model}/{group}.json``), so the judge sees each answer exactly. Only sets whose
-licence lets the project ship them are here; the larger released sets are listed in README "Choosing a judge"
+licence lets the project ship them are here; the larger released sets are listed in docs/judging.md "Choosing a judge"
 with where to get them (then ``--labels DIR --converted DIR``).
 """
 
@@ -47,8 +47,8 @@ def audit_set(name: str) -> AuditSet:
         close = difflib.get_close_matches(name, AUDIT_SETS, n=1)
         hint = f"did you mean {close[0]!r}? " if close else ""
         raise InputError(f"no audit set {name!r}", field="--set",
-                         fix=f"{hint}known sets: {', '.join(AUDIT_SETS)}; for a larger released set (README "
-                         "\"Choosing a judge\" says where to get it) pass --labels DIR --converted DIR")
+                         fix=f"{hint}known sets: {', '.join(AUDIT_SETS)}; for a larger released set (docs/judging.md, "
+                         "\"Choosing a judge\", says where to get it) pass --labels DIR --converted DIR")
     chosen = AUDIT_SETS[name]
     chosen.check()
     return chosen

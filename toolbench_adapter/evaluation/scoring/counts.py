@@ -20,7 +20,7 @@ from toolbench_adapter.protocol.evaluation import EMPTY_FINAL_ANSWER_REASON, NO_
 
 # reading a run folder's records (queries.jsonl, answer files) is the layout's job: runs/folder.py
 
-# README "Runs" says the same; `tba run --help` prints these lines
+# docs/runs.md says the same; `tba run --help` prints these lines
 DEFINITIONS = {
     "finished": "queries that ran to their end (the model's success or failure); an answer file is written",
     "valid": "finished queries whose answer file has valid_data (a final answer, or for DFSDT a give-up "
