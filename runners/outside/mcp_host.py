@@ -42,10 +42,21 @@ def _session_of(ctx: ServerRequestContext) -> QuerySession:
     return session
 
 
+def input_schema(parameters: dict | None) -> dict:
+    """A function's parameters as its MCP input schema: as the run sends them, less the empty names upstream puts
+    first in "required" and "optional" (the current flavour's ["", ...]): they name no property, and a client
+    that checks required arguments (the OpenAI Agents SDK does) would refuse every call for lack of ""."""
+    schema = dict(parameters or {"type": "object", "properties": {}})
+    for key in ("required", "optional"):
+        if isinstance(schema.get(key), list):
+            schema[key] = [name for name in schema[key] if name != ""]
+    return schema
+
+
 async def list_tools(ctx: ServerRequestContext, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
     session = _session_of(ctx)
     return types.ListToolsResult(tools=[
-        types.Tool(name=f["name"], description=f.get("description"), input_schema=f.get("parameters") or {})
+        types.Tool(name=f["name"], description=f.get("description"), input_schema=input_schema(f.get("parameters")))
         for f in session.tools()])
 
 
