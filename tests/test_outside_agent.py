@@ -189,3 +189,38 @@ def test_settings_an_outside_agent_cannot_take_are_refused(settings, says):
 
     with pytest.raises(InputError, match=says):
         RunConfig(**settings).validate()
+
+
+def test_serve_tools_records_a_client_by_hand_as_a_run(tmp_path, monkeypatch):
+    """tba serve-tools' driver: the URL told as the session opens, a client (the plain agent, run by the test)
+    calls a tool and Finish, the run ends with the answer file written and the agent named "by hand"."""
+    import subprocess
+    import threading
+
+    from runners.cli.commands.serve_tools import AGENT as BY_HAND
+    from runners.config import RunConfig
+    from runners.execution.runner import Runner
+    from runners.models.outside_agent import OutsideAgentBackend
+    from runners.outside.drive import ByHand
+
+    urls = []
+    cfg = RunConfig(name="hand", out_root=str(tmp_path), groups=["G1_instruction"], agent=BY_HAND)
+    runner = Runner(cfg, backend=OutsideAgentBackend(model=BY_HAND), progress=False,
+                    outside=ByHand(on_open=lambda query, url: urls.append(url)))
+    done = threading.Thread(target=runner.run)
+    done.start()
+    for _ in range(200):
+        if urls:
+            break
+        done.join(0.05)
+    assert urls, "no session opened"
+    env = {**__import__("os").environ, "TBA_MCP_URL": urls[0], "TBA_QUERY": "q", "TBA_QUERY_ID": "900001",
+           "TBA_GROUP": "G1_instruction", "TBA_TEST_MODE": ""}
+    subprocess.run(shlex.split(AGENT), env=env, check=True, timeout=60)
+    done.join(30)
+    assert not done.is_alive()
+    data = json.loads((tmp_path / "hand" / "G1_instruction" / "900001_CoT@1.json").read_text())
+    assert data["answer_generation"]["valid_data"] is True
+    assert lines(tmp_path / "hand" / "queries.jsonl")[0]["agent_outcome"] == "finish"
+    manifest = json.loads((tmp_path / "hand" / "manifest.json").read_text())
+    assert manifest["setup_facts"]["method"]["agent"] == BY_HAND
