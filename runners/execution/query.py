@@ -59,6 +59,7 @@ class QueryRunner:
         self.run_dir = Path(run_dir)
         self.record_outcome = record_outcome
         self.publish_steps = publish_steps
+        self.stopping: Callable[[], bool] | None = None  # the run's first Ctrl-C (an outside agent's by-hand session ends)
 
     def run_query(self, query: Query, client, on_call=None) -> QueryOutcome:
         """Run one query and write its files; never raises (a Python exception is a harness_error)."""
@@ -80,6 +81,8 @@ class QueryRunner:
     def search(self, toolset, ctx: QueryContext, client, on_call, roots: list) -> dict:
         """The run's search method on one query: its answer file as a dict (search/methods.py)."""
         setup = self.setup
+        if setup.outside is not None:  # an outside agent makes the calls (runners/outside/drive.py)
+            return setup.outside.run_query(setup, toolset, ctx, client, roots, stopping=self.stopping)
         agent = Agent(backend=setup.backend, dialect=setup.dialect, parse=setup.parse, max_tokens=self.cfg.max_tokens,
                       temperature=self.cfg.temperature, on_call=on_call, structured=setup.structured)
 
@@ -106,6 +109,7 @@ class QueryRunner:
                  "context_length": ctx.context_length if ctx else 0,
                  # model turns, the valid ones, re-asks (toolbench_adapter/structured/rates.py)
                  **query_stats(ctx.records if ctx else []),
+                 **((ctx.agent or {}) if ctx else {}),  # an outside agent's outcome (runners/outside/drive.py)
                  **(failure.as_fields() if failure else FINISHED_FIELDS)}
         # step records first (the query's own file, then steps.jsonl), the answer file last: an answer file on
         # disk means the query is complete and its records are readable in steps.jsonl

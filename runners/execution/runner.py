@@ -65,12 +65,12 @@ class CannotWriteRun(InputError):
 
 class Runner:
     def __init__(self, cfg: RunConfig, backend=None, server_url: str | None = None, progress: bool = True,
-                 client_options: dict | None = None, command: str | None = None, executor=None):
+                 client_options: dict | None = None, command: str | None = None, executor=None, outside=None):
         cfg.validate()
         cfg.search_method()  # an unknown method: exit 2 before a backend is built
         if executor is None:
             executor_class(cfg.executor)  # so is an unknown executor
-        setup = prepare(cfg, backend if backend is not None else make_backend(cfg))
+        setup = prepare(cfg, backend if backend is not None else make_backend(cfg), outside)
         self.setup = setup
         self.cfg = cfg = setup.cfg
         self.backend = setup.backend
@@ -96,6 +96,7 @@ class Runner:
         self.run_dir = cfg.run_dir
         self.queries = QueryRunner(setup, self.run_dir, record_outcome=self.record_outcome,
                                    publish_steps=self.publish_steps)
+        self.queries.stopping = lambda: self.stopping
         self._lock = threading.Lock()
         # set when too many queries in a row failed for infrastructure reasons: queries not yet started are
         # then recorded as failures of that kind without a model or tool call (a dead server costs nothing more)

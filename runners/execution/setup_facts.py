@@ -18,6 +18,7 @@ from toolbench_adapter.queryset.queries import resolve_root
 from toolbench_adapter.structured.describe import policy_of
 
 from ..config import select_queries
+from ..models.outside_agent import agent_label
 
 FIELD = "setup_facts"
 PROBE_TIMEOUT_S = 2.0
@@ -97,4 +98,6 @@ def setup_facts(cfg, previous: dict | None, session: dict | None = None) -> dict
     return {"queries": queries,
             "tool_documents": {"tool_root": tool_root, "found": bool(tool_root) and Path(tool_root).is_dir()},
             "tool_responses": tool_responses(cfg, session, old.get("tool_responses")),
-            "method": {"method": cfg.method, **policy_of(cfg.as_dict())}}
+            "method": {"method": cfg.method, **policy_of(cfg.as_dict()),
+                       # an outside agent (tba run --agent): the comparability line names it, not the method
+                       **({"agent": agent_label(cfg.agent)} if getattr(cfg, "agent", None) else {})}}

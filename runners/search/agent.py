@@ -66,6 +66,8 @@ class QueryContext:
     context_length: int = 0
     # each model call's request and raw reply, into the first step record of that call (runs/call_record.py)
     calls: CallRecorder = field(default_factory=CallRecorder)
+    # an outside agent's outcome (runners/outside/drive.py): the fields its queries.jsonl line adds; None: a model
+    agent: dict | None = None
 
     _rng: random.Random | None = field(default=None, init=False, repr=False)
     _schemas: LazySchemas | None = field(default=None, init=False, repr=False)
@@ -204,7 +206,7 @@ class Agent:
             "suffix_match_differs": bool(result.suffix_match_differs) if result else False,
             "source": result.source if result else None,
             # what the tool-server client knew (None for Finish and unknown names: no HTTP call was made)
-            **_client_fields(result),
+            **client_fields(result),
             **_model_fields(completion),
             **(ctx.calls.take() if completion is not None else {}),
             "infra_failure": infra.kind if infra else None,
@@ -214,7 +216,7 @@ class Agent:
         })
 
 
-def _client_fields(result: Any) -> dict:
+def client_fields(result: Any) -> dict:
     server_call = result is not None and result.reply_kind is not None
     return {"reply_kind": result.reply_kind if server_call else None,
             "http_status": result.http_status if server_call else None,

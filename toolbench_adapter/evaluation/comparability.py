@@ -186,8 +186,11 @@ def _judge_reason(judge: dict | None, simulator: str | None) -> str | None:
 def _method_reason(facts: dict | None) -> str | None:
     if not isinstance(facts, dict):
         return "method: not recorded"
-    method = facts.get("method")
-    problems = [] if method in METHODS else [f"{method} (the leaderboard's: {', '.join(METHODS)})"]
+    method, agent = facts.get("method"), facts.get("agent")
+    if agent:  # an outside agent over MCP (tba run --agent): its own loop, none of the leaderboard's methods
+        problems = [f"outside agent {agent} over MCP (the leaderboard's: {', '.join(METHODS)})"]
+    else:
+        problems = [] if method in METHODS else [f"{method} (the leaderboard's: {', '.join(METHODS)})"]
     structured = [f"{k.replace('_', '-')} {facts.get(k)}" for k, up in (("constrain", "off"), ("on_invalid", "observe"))
                   if facts.get(k) not in (None, up)]
     if structured:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import statistics
+from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -98,7 +99,11 @@ def summarize(run_dir: Path, method: str) -> dict:
     records = read_query_lines(Path(run_dir) / QUERY_STATS)
     model_s = [r["model_seconds"] / r["query_count"] for r in records if r.get("query_count")]
     counts = count(records)  # queries, finished, infra failures, valid, answered, win, context length: evaluation/scoring/counts.py
+    agents = Counter(r["agent_outcome"] for r in records if r.get("agent_outcome") and r.get("outcome") == "finished")
     return {
+        # an outside agent's finished queries by how they ended (runners/outside/drive.py: finish, no_finish,
+        # timeout, call_cap); absent for a model's run
+        **({"agent_outcomes": dict(sorted(agents.items()))} if agents else {}),
         **counts.as_dict(),
         "context_length": counts.context_length,
         **total_stats(records),  # model turns, valid ones, re-asks

@@ -32,14 +32,14 @@ def url_of(sock: socket.socket) -> str:
 
 
 def _uvicorn(app, log_level: str = "warning", limits: ConnectionLimits | None = None,
-             raise_open_files: bool = False) -> uvicorn.Server:
+             raise_open_files: bool = False, lifespan: str = "off") -> uvicorn.Server:
     limits, note = fit_to_open_files(limits or ConnectionLimits(), open_files_limit(raise_open_files))
     if note and raise_open_files:  # tba serve says so; a server inside another command keeps quiet
         print(f"note: {note}", file=sys.stderr, flush=True)
     protocol, stats = guarded_protocol(limits)
     if hasattr(app, "state"):
         app.state.connections = stats  # /health shows them
-    config = uvicorn.Config(app, log_level=log_level, access_log=False, lifespan="off",
+    config = uvicorn.Config(app, log_level=log_level, access_log=False, lifespan=lifespan,
                             timeout_keep_alive=KEEP_ALIVE_S, http=protocol, backlog=limits.backlog)
     return uvicorn.Server(config)
 
@@ -53,11 +53,12 @@ class EmbeddedServer:
     """``with EmbeddedServer(app) as server: requests.post(server.url + "/virtual", ...)``; always stops."""
 
     def __init__(self, app, host: str = "127.0.0.1", port: int = 0, log_level: str = "warning",
-                 limits: ConnectionLimits | None = None):
+                 limits: ConnectionLimits | None = None, lifespan: str = "off"):
+        """``lifespan="on"``: the app's lifespan runs (an MCP app starts its session manager there)."""
         self.app = app
         self.sock = bind(host, port)
         self.url = url_of(self.sock)
-        self._server = _uvicorn(app, log_level, limits)
+        self._server = _uvicorn(app, log_level, limits, lifespan=lifespan)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self.sock]}, daemon=True)
 
     def start(self, timeout_s: float = 10.0) -> EmbeddedServer:

@@ -151,6 +151,14 @@ def add_run_arguments(p, *, fanout: bool = True) -> None:
                    "(default, upstream: the environment answers it) or reask:N (not upstream: the reply is discarded "
                    "and the model asked again, at most N times, with a message naming what was wrong and the format "
                    "expected; then observe). Every call is checked either way: steps.jsonl records its violations")
+    p.add_argument("--agent", metavar="CMD",
+                   help="an outside agent instead of a model: CMD (split as a shell would, never run through one) once "
+                   "per query with the query's tools over MCP, its URL in $TBA_MCP_URL, the query in $TBA_QUERY, "
+                   "$TBA_QUERY_ID and $TBA_GROUP; --max-step caps its tool calls per query. Exits non-zero: an "
+                   "infrastructure failure (exit 3) naming it; no Finish: no final answer (Unsolved by rule)")
+    p.add_argument("--agent-timeout", type=setting("agent_timeout"), metavar="S",
+                   help="seconds an outside agent may take on one query; then it is stopped and its calls so far "
+                   "are its answer (default 600)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     if fanout:
         p.add_argument("--json", action="store_true", help="print the totals as one JSON object, not as lines")
@@ -235,7 +243,8 @@ def run(args) -> int:
             runner = Runner(cfg, progress=not args.quiet, command=redo)
     except (ValueError, TypeError) as exc:
         raise InputError(str(exc), fix="check --dialect-option / --backend-option names and values") from None
-    print_limits(runner.cfg, args.max_tokens_from, runner.setup)
+    if runner.cfg.agent is None:  # an outside agent's model and its limits are its own
+        print_limits(runner.cfg, args.max_tokens_from, runner.setup)
     with stopping_now_exits(redo):
         manifest = runner.run()
     totals = manifest["totals"]
@@ -248,6 +257,15 @@ def run(args) -> int:
         print("\n".join(lines[:-1] if getattr(args, "evaluates_next", False) and not totals["infra_failures"]
                         else lines))
     return EXIT_INFRA_FAILURES if totals["infra_failures"] else 0
+
+
+def agent_outcomes_text(outcomes: dict, config: dict) -> str:
+    """How an outside agent's finished queries ended, in words (runners/outside/drive.py's agent_outcome)."""
+    words = {"finish": "called Finish", "no_finish": "exited without Finish (no final answer: Unsolved by rule)",
+             "timeout": f"timed out (--agent-timeout {config.get('agent_timeout', '?')} s; the calls so far are its answer)",
+             "call_cap": f"stopped at the call cap (--max-step {config.get('max_step', '?')} calls)"}
+    parts = [f"{n} {words.get(kind, kind)}" for kind, n in outcomes.items()]
+    return f"agent {config.get('agent')!r}: " + "; ".join(parts)
 
 
 EXIT_INFRA_FAILURES = 3
@@ -308,6 +326,8 @@ def summary_lines(manifest: dict, run_dir: str, redo: str) -> list[str]:
         lines.append(f"  redo them (finished queries are skipped): {redo}")
     else:
         lines.append("  infrastructure failures 0")
+    if totals.get("agent_outcomes"):
+        lines.append("  " + agent_outcomes_text(totals["agent_outcomes"], manifest.get("config") or {}))
     if totals.get("context_length"):
         lines.append(f"  context length {totals['context_length']}: finished queries in which the model endpoint "
                      "refused a request as longer than the model's context (the chain ended there, as upstream's "
