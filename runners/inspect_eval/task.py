@@ -30,6 +30,7 @@ from ..config import RunConfig, select_queries
 from ..outside.session import QuerySession
 from ..search.agent import QueryContext
 from .judging import judge_session
+from .offline_tokens import use_installed_encodings
 from .run_folder import InspectRun
 
 AGENT_PREFIX = "inspect_ai"  # a run folder's agent: "inspect_ai MODEL" (its loop: generate with the tool loop)
@@ -52,6 +53,7 @@ def stabletoolbench_task(*, groups=None, query_ids=None, limit=None, data_root=N
                          simulator="schema", cache_dir=None, server="embedded", max_step=12, run=None,
                          out_root="results/runs", judge_url=None, judge_model=None, judge_api_key=None,
                          evaluate_times=1) -> Task:
+    use_installed_encodings()  # inspect counts tokens with tiktoken, which would download its file (offline_tokens.py)
     cfg = RunConfig(name=run or "inspect", out_root=out_root, stb_root=data_root, tool_root=tool_root,
                     groups=_listed(groups), query_ids=_listed(query_ids, int), limit=limit, simulator=simulator,
                     cache_dir=cache_dir, server=server, max_step=max_step, agent=f"{AGENT_PREFIX} (model unknown yet)")
