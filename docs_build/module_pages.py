@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 # what gets pages: the code (and the tests, which DESIGN's map names), and the build files the map names
-SOURCE_FOLDERS = ("toolbench_adapter", "runners", "benchmarks", "docs_build", "tests")
-INDEXED_FOLDERS = ("toolbench_adapter", "runners", "benchmarks", "docs_build")  # the architecture page's index
+SOURCE_FOLDERS = ("toolbench_adapter", "runners", "benchmarks", "examples", "docs_build", "tests")
+INDEXED_FOLDERS = ("toolbench_adapter", "runners", "benchmarks", "examples", "docs_build")  # the architecture page's index
 OTHER_FILES = ("Makefile", ".importlinter", "setup.cfg", "mkdocs.yml")
 PREFIX = "modules"
 NOT_IN_SEARCH = "---\nsearch:\n  exclude: true\n---\n\n"  # Material's search: the source would drown the pages
