@@ -110,19 +110,21 @@ E2E_VLLM    ?= 1
 test: install $(if $(filter 1,$(E2E_VLLM)),vllm)  ## run the whole test suite (with the vLLM end to end; E2E_VLLM=0: without) [needs vLLM unless E2E_VLLM=0: make vllm]
 	TBA_E2E_VLLM=$(E2E_VLLM) $(BIN)/python -m pytest -q
 
+DOCS_BUILD = NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 # lint-imports: the import contracts of .importlinter (the layers DESIGN.md draws), each commented with its reason;
 # then the docs site (make docs: a broken link or a missing page fails it)
 lint: install  ## ruff, the import layers (lint-imports: .importlinter) and the docs site (make docs)
 	$(BIN)/ruff check toolbench_adapter runners tests benchmarks docs_build
 	$(BIN)/lint-imports --no-cache
-	$(MAKE) --no-print-directory docs
+	$(DOCS_BUILD)
 
 # the docs site (mkdocs.yml): docs/ pages, and pages generated from the code at each build (docs_build/hooks.py:
 # the home page from README.md, the tba and make references, a page per module); offline, nothing fetched.
-# NO_MKDOCS_2_WARNING: Material's notice about MkDocs 2.0 is not about this build
+# NO_MKDOCS_2_WARNING: Material's notice about MkDocs 2.0 is not about this build. (lint runs the same command, not
+# a sub-make: make passes no -o to a sub-make, which would reinstall whatever `make -o .venv/.installed` kept)
 .PHONY: docs
 docs: install  ## the docs site -> site/index.html (mkdocs build --strict: a broken link or anchor, or a page missing from the nav, fails)
-	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+	$(DOCS_BUILD)
 
 # the README's picture: the offline default's run (make eval: resumes, so a second time is quick), its report,
 # and headless Chromium's first screen of it (docs_build/screenshot.py), never drawn by hand
