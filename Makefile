@@ -89,7 +89,7 @@ $(VENV)/.installed: setup.cfg pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	# CPU torch first, so nothing below pulls the CUDA build
 	$(BIN)/pip install --quiet --disable-pip-version-check torch==2.13.0 || $(call PIP_OFFLINE,$(VENV),or VENV=DIR of an installed environment)
-	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[hf,test,ray,structured,bench,agents]' || $(call PIP_OFFLINE,$(VENV),or VENV=DIR of an installed environment)
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[hf,test,ray,structured,bench,agents,docs]' || $(call PIP_OFFLINE,$(VENV),or VENV=DIR of an installed environment)
 	# the build's metadata copy left in the checkout would shadow the installed one (with its direct_url.json) for
 	# any Python started here: inspect_ai would no longer see the package as installed, nor find its task by name
 	rm -rf toolbench_adapter.egg-info
@@ -110,10 +110,29 @@ E2E_VLLM    ?= 1
 test: install $(if $(filter 1,$(E2E_VLLM)),vllm)  ## run the whole test suite (with the vLLM end to end; E2E_VLLM=0: without) [needs vLLM unless E2E_VLLM=0: make vllm]
 	TBA_E2E_VLLM=$(E2E_VLLM) $(BIN)/python -m pytest -q
 
-# lint-imports: the import contracts of .importlinter (the layers DESIGN.md draws), each commented with its reason
-lint: install  ## ruff, and the import layers (lint-imports: .importlinter)
-	$(BIN)/ruff check toolbench_adapter runners tests benchmarks
+DOCS_BUILD = NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+# lint-imports: the import contracts of .importlinter (the layers DESIGN.md draws), each commented with its reason;
+# then the docs site (make docs: a broken link or a missing page fails it)
+lint: install  ## ruff, the import layers (lint-imports: .importlinter) and the docs site (make docs)
+	$(BIN)/ruff check toolbench_adapter runners tests benchmarks docs_build
 	$(BIN)/lint-imports --no-cache
+	$(DOCS_BUILD)
+
+# the docs site (mkdocs.yml): docs/ pages, and pages generated from the code at each build (docs_build/hooks.py:
+# the home page from README.md, the tba and make references, a page per module); offline, nothing fetched.
+# NO_MKDOCS_2_WARNING: Material's notice about MkDocs 2.0 is not about this build. (lint runs the same command, not
+# a sub-make: make passes no -o to a sub-make, which would reinstall whatever `make -o .venv/.installed` kept)
+.PHONY: docs
+docs: install  ## the docs site -> site/index.html (mkdocs build --strict: a broken link or anchor, or a page missing from the nav, fails)
+	$(DOCS_BUILD)
+
+# the README's picture: the offline default's run (make eval: resumes, so a second time is quick), its report,
+# and headless Chromium's first screen of it (docs_build/screenshot.py), never drawn by hand
+SCREENSHOT ?= docs/report-first-screen.png
+.PHONY: screenshot
+screenshot: eval  ## README's picture: make eval, make report, then headless Chromium's first screen -> $(SCREENSHOT) [needs Chromium]
+	$(TBA) report $(REPORT_RUN) $(if $(COMPARE),--compare $(COMPARE)) --out $(REPORT_OUT)
+	$(BIN)/python docs_build/screenshot.py $(REPORT_OUT) --out $(SCREENSHOT)
 
 data: install  ## refresh the shipped StableToolBench query files in data/stabletoolbench (each download checked by digest before any is replaced) [needs a network]
 	$(TBA) data fetch --out data/stabletoolbench --overwrite

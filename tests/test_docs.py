@@ -5,30 +5,18 @@ first, one click to every page of docs/, and every page in the site's nav (mkdoc
 Checked: (1) the paths in its text (outside code blocks, backticked or not) that start with a top folder of the
 project (runners/, toolbench_adapter/, benchmarks/, data/, tests/), each as written from the root; (2) the
 module paths it gives relative to a package (`execution/runner.py`, `parsers/base.py`): some file of the
-project ends with that path; (3) the layer tree (the code block that opens with `Makefile`): each row's names
-(`cli/`, `failures.py`, `naming.py, compat.py`: a module or a package) under the folder the row sits in (a row
-indented two more than a folder's row sits in that folder), and the
-`name.py` / `name/` its description mentions, under that row's folder, a folder above it, or a package root.
-Placeholders (NAME, `<judge-id>`, `{group}`) and globs (`published*.py`) are not paths and are left out."""
+project ends with that path; (3) the layer tree (the code block that opens with `Makefile`), read by
+docs_build/design_map.py: each row's names under the folder the row sits in, and the `name.py` / `name/` its
+description mentions, under that row's folder, a folder above it, or a package root."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-DESIGN = PROJECT_ROOT / "DESIGN.md"
+from docs_build.design_map import DESIGN, FENCE, PATH, PROJECT_ROOT, placeholder, tree_names
+
 TOP_FOLDERS = ("runners/", "toolbench_adapter/", "benchmarks/", "data/", "tests/")
-PACKAGES = (PROJECT_ROOT / "runners", PROJECT_ROOT / "toolbench_adapter")
-FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.S | re.M)
-# a relative path ending in .py or /, not part of a longer one, a placeholder (<id>, {group}) or a glob (*)
-PATH = re.compile(r"(?<![\w./<>{*-])(\w[\w.-]*(?:/[\w.-]+)*(?:\.py|/))(?![\w<>{*])")
-# a tree row: its indent and its names (`cli/`, `naming, queries`, `compat, registry,`), then the description
-TREE_ROW = re.compile(r"^( *)([\w.]+/?(?:[\w.]+/)*(?:, [\w.]+/?)*,?)(?=\s|$)")
-
-
-def placeholder(path: str) -> bool:
-    return "NAME" in path or any(c in path for c in "*{}<>…")
 
 
 def project_files() -> list[str]:
@@ -44,35 +32,9 @@ def prose_paths() -> list[str]:
 
 
 def tree_entries() -> list[tuple[str, str, list[Path]]]:
-    """(the row as written, the name, where it may be) for every name of the layer tree."""
-    tree = next(block for block in FENCE.findall(DESIGN.read_text(encoding="utf-8")) if block.startswith("Makefile"))
-    entries: list[tuple[str, str, list[Path]]] = []
-    folders: dict[int, Path] = {}  # indent -> the folder a row at that indent opened (rows below it sit inside)
-    row_dir = PROJECT_ROOT  # the folder of the row being read (its description's paths are relative to it)
-    for line in tree.splitlines():
-        row = TREE_ROW.match(line)
-        indent = len(line) - len(line.lstrip())
-        description = line
-        if row and indent % 2 == 0 and (indent == 0 or indent - 2 in folders):
-            base = PROJECT_ROOT if indent == 0 else folders[indent - 2]
-            names = row.group(2).rstrip(",").split(", ")
-            for name in names:
-                folder_or_file = name.endswith("/") or "." in name or name == "Makefile"
-                where = [base / name] if folder_or_file else [base / f"{name}.py", base / name]
-                entries.append((line.strip(), name, where))
-            first = base / names[0]
-            for deeper in [i for i in folders if i >= indent]:
-                del folders[deeper]
-            if names[0].endswith("/"):
-                folders[indent] = first
-            row_dir = first if names[0].endswith("/") else base
-            description = line[row.end():]
-        for name in PATH.findall(description):
-            if not placeholder(name):
-                where = [folder / name for folder in (row_dir, *row_dir.parents, *PACKAGES)
-                         if folder.is_relative_to(PROJECT_ROOT)]
-                entries.append((line.strip(), name, where))
-    return entries
+    """(the row as written, the name, where it may be) for every name of the layer tree (docs_build/design_map.py
+    reads it: the site links the same names)."""
+    return [(n.row, n.name, list(n.where)) for n in tree_names(DESIGN.read_text(encoding="utf-8"))]
 
 
 def test_every_path_in_the_text_exists():
@@ -98,7 +60,8 @@ def test_the_checks_read_what_the_page_holds():
     still find the tree's rows and the text's paths."""
     names = {name for _, name, _ in tree_entries()}
     assert {"Makefile", "runners/", "cli/", "execution/", "failures.py", "toolbench_adapter/", "evaluation/",
-            "naming.py", "net/", "audit/", "scoring/", "data/published/", "tests/", "runner.py", "main.py"} <= names
+            "naming.py", "net/", "audit/", "scoring/", "data/published/", "tests/", "runner.py", "main.py",
+            "rejudge.py", "docs_build/", "hooks.py"} <= names
     paths = prose_paths()
     assert "toolbench_adapter/runs/folder.py" in paths and "execution/runner.py" in paths
     assert not any(placeholder(p) for p in paths)
@@ -147,4 +110,8 @@ def test_every_docs_page_is_in_the_site_nav():
 
     nav = listed(yaml.safe_load((PROJECT_ROOT / "mkdocs.yml").read_text(encoding="utf-8"))["nav"])
     assert [p for p in docs_pages() if p not in nav] == [], "docs pages missing from mkdocs.yml's nav"
-    assert [p for p in nav if not (DOCS / p).exists()] == [], "mkdocs.yml's nav names pages that do not exist"
+    from docs_build.hooks import GENERATED_PAGES  # the build makes these: the home page and the references
+
+    assert [p for p in nav if not (DOCS / p).exists() and p not in GENERATED_PAGES] == [], \
+        "mkdocs.yml's nav names pages that do not exist"
+    assert [p for p in GENERATED_PAGES if (DOCS / p).exists()] == [], "a file in docs/ would hide a generated page"

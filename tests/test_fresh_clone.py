@@ -47,7 +47,7 @@ EXCLUDED = {
     "e2e-light": "minutes of local-model generation and judging on 2 cores; tests/test_e2e_light.py runs the "
                  "same orchestrator with a smaller budget",
 }
-NEEDS_EXTERNAL = {"test", "vllm", "e2e", "bench-engine", "install", "data", "bench-report"}  # marked "[needs ...]"
+NEEDS_EXTERNAL = {"test", "vllm", "e2e", "bench-engine", "install", "data", "bench-report", "screenshot"}  # marked "[needs ...]"
 
 REACT_FINISH = ('Thought: I can answer now.\nAction: Finish\nAction Input: {"return_type": "give_answer", '
                 '"final_answer": "stand-in answer"}')
@@ -205,6 +205,26 @@ def check_report(clone, env, standin, scripted_eval):
     assert page.stat().st_size > 10_000 and "eval-scripted-CoT1" in page.read_text(encoding="utf-8")
 
 
+def check_docs(clone, env, standin):
+    ok(make(clone, env, "docs", timeout=600))
+    assert (clone / "site" / "index.html").is_file()
+    assert "tba run" in (clone / "site" / "reference" / "cli.html").read_text(encoding="utf-8")
+
+
+def check_screenshot(clone, env, standin, scripted_eval):
+    """The README's picture from the eval's run (the scripted one here) in headless Chromium; without Chromium
+    the command fails naming it."""
+    ok(scripted_eval)
+    shot = clone / "results" / "shot.png"
+    args = ("screenshot", "BACKEND=scripted", *judge_vars(standin), f"SCREENSHOT={shot}")
+    if not (shutil.which("chromium") or shutil.which("chromium-browser")):
+        done = make(clone, env, *args)
+        assert done.returncode != 0 and "chromium" in (done.stdout + done.stderr).lower()
+        return
+    out = ok(make(clone, env, *args))
+    assert "written:" in out and shot.read_bytes().startswith(b"\x89PNG")
+
+
 def check_report_before_eval(clone, env, standin):
     """The defaults name the hf eval's folder, which nothing here writes: a new user's `make report` before
     `make eval`. Exit 2 with what to run first, not only `tba run`'s "pass a folder written by tba run"."""
@@ -355,7 +375,7 @@ CASES = {
     "compare-parsers": check_compare_parsers, "bench-parsers": check_bench_parsers,
     "bench-parsers-adversarial": check_bench_parsers_adversarial, "eval": check_eval,
     "compare-parsers (after eval)": check_compare_parsers_after_eval, "report": check_report,
-    "report (before eval)": check_report_before_eval,
+    "report (before eval)": check_report_before_eval, "docs": check_docs, "screenshot": check_screenshot,
     "compare-parsers-live": check_compare_parsers_live, "sweep": check_sweep, "serve": check_serve,
     "bench-runner": check_bench_runner, "bench-http": check_bench_http, "bench-server": check_bench_server,
     "profile-server": check_profile_server, "profile-runner": check_profile_runner, "bench-fanout": check_bench_fanout,
