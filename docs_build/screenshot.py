@@ -16,7 +16,7 @@ from pathlib import Path
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
          "--no-default-browser-check", "--host-resolver-rules=MAP * ~NOTFOUND", "--hide-scrollbars",
-         "--virtual-time-budget=5000"]
+         "--virtual-time-budget=5000", "--run-all-compositor-stages-before-draw"]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
