@@ -61,6 +61,9 @@ def errors_digest(run: Path) -> str | None:
 def manifest_digest(run: Path) -> str:
     manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
     manifest["config"].pop("out_root")
+    # added by issue 42 (trials): a run without trials records trials 1 and trial null; left out (their defaults
+    # only) so the digests stay those recorded before the split
+    assert manifest["config"].pop("trials") == 1 and manifest["config"].pop("trial") is None
     manifest.pop("code_version")
     # added by issue 33 (a run's queries: digests and the data root, an absolute path that differs per checkout;
     # tests/test_run_query_identity.py checks them): left out so the digests stay those recorded before the split

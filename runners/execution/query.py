@@ -84,7 +84,8 @@ class QueryRunner:
         if setup.outside is not None:  # an outside agent makes the calls (runners/outside/drive.py)
             return setup.outside.run_query(setup, toolset, ctx, client, roots, stopping=self.stopping)
         agent = Agent(backend=setup.backend, dialect=setup.dialect, parse=setup.parse, max_tokens=self.cfg.max_tokens,
-                      temperature=self.cfg.temperature, on_call=on_call, structured=setup.structured)
+                      temperature=self.cfg.temperature, on_call=on_call, structured=setup.structured,
+                      send_seed=self.cfg.trial is not None)
 
         def new_root() -> Node:
             env = ToolEnv(toolset, client, setup.compat, max_observation_length=self.cfg.max_observation_length)

@@ -98,12 +98,15 @@ class Agent:
     on_call: Callable[[], None] | None = None  # progress hook, called once per model call
     # --constrain / --on-invalid (search/structured.py): constrained requests and re-asks; None: as upstream
     structured: Any = None
+    # a trial's run (tba run --trials) sends its seed with every request; an ordinary run sends none
+    send_seed: bool = False
 
     def request_for(self, node: Node, ctx: QueryContext, messages: list[dict]) -> ModelRequest:
         rendered = self.dialect.render(messages, ctx.toolset)
         return ModelRequest(
             prompt=rendered.prompt, messages=rendered.messages, tools=rendered.tools, stop=rendered.stop,
             max_tokens=self.max_tokens, temperature=self.temperature,
+            seed=ctx.seed if self.send_seed else None,
             extra={"prefill": rendered.prefill,
                    **(self.structured.request_extra(ctx.toolset, rendered) if self.structured else {})},
             key={"group": ctx.group, "query_id": ctx.toolset.query.query_id, "method": ctx.method,

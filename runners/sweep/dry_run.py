@@ -4,27 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from toolbench_adapter.structured.policy import reask_limit
-
-from ..config import RunConfig
+from ..config.call_bound import calls_per_query
 from .endpoints import max_in_flight, model_urls
 from .scheduler import CellPlan
 from .spec import Spec
 from .state import SweepState
-
-
-def calls_per_query(cfg: RunConfig) -> int:
-    """An upper bound on one query's model calls. DFSDT stops at max_query_count. CoT@N makes at most N chains of
-    max_step turns, each asked again at most N times by --on-invalid reask:N, and re-asks stop at max_query_count
-    (runners/search/cot.py): the smaller of the two bounds."""
-    if not cfg.method.startswith("CoT@"):
-        return cfg.max_query_count
-    try:
-        turns = int(cfg.method.split("@", 1)[1]) * cfg.max_step
-    except ValueError:
-        return cfg.max_query_count
-    reasks = reask_limit(cfg.on_invalid)
-    return turns if not reasks else min(turns * (1 + reasks), turns + cfg.max_query_count)
 
 
 def print_plan(spec: Spec, sweep_dir: Path, plans: list[CellPlan], state: SweepState) -> None:

@@ -40,6 +40,13 @@ import numpy as np
 
 from .paired import CHUNK, RESAMPLES, SEED, PairedDifference, paired_bootstrap
 
+# what the figures over trials are, said once: the tables, the report, the matrix and the docs quote it
+OVER_TRIALS = ("SoPR over trials is the mean over queries of each query's mean label points (its trials, each the "
+               "mean of its judge repeats), [low, high] its 95% CI from a bootstrap clustered by query (a query "
+               "resampled with all its trials and repeats); pass@k: some of k trials Solved, pass^k: all k Solved "
+               "(unbiased estimators from the trials; a trial is Solved when its repeats' mean points are above "
+               "0.5); flip rate: the queries whose trials disagree. Spread over trials is the agent's; spread over "
+               "judge repeats (the ± of one trial's cells) is the judge's")
 LEVEL = 0.95
 POWER = 0.80
 ALPHA = 0.05
@@ -209,6 +216,19 @@ class TrialStats:
                 "repeats": self.repeats, "pass_at": {str(k): v for k, v in self.pass_at.items()},
                 "pass_hat": {str(k): v for k, v in self.pass_hat.items()}, "flip_rate": self.flip_rate,
                 "variance": self.variance.as_dict(), "groups": self.groups}
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> TrialStats:
+        """As ``as_dict`` wrote it (KeyError, TypeError or ValueError for anything else: the reader names the file)."""
+        variance = data.get("variance") or {}
+        low, high = data["ci95"]
+        return cls(sopr=float(data["sopr"]), low=float(low), high=float(high), queries=int(data["queries"]),
+                   trials=int(data["trials"]), repeats=int(data["repeats"]),
+                   pass_at={int(k): float(v) for k, v in data["pass_at"].items()},
+                   pass_hat={int(k): float(v) for k, v in data["pass_hat"].items()},
+                   flip_rate=None if data.get("flip_rate") is None else float(data["flip_rate"]),
+                   variance=VarianceSplit(variance.get("agent"), variance.get("judge")),
+                   groups=int(data.get("groups", 1)))
 
 
 def pass_rates(queries: Sequence[QueryPoints], trials: int) -> tuple[dict[int, float], dict[int, float]]:
