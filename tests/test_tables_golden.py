@@ -2,12 +2,16 @@
 boards built from score rows (SoPR upstream and strict, SoWR, a marked row, a cell without a score) and of a run
 evaluated end to end (the scripted agent, an in-process judge), against the text recorded from the code before
 issue 42 (tests/fixtures/golden_tables.json). The comparability and judge-audit lines are other issues' wording:
-they are replaced by markers before the comparison, so only this issue's part of the tables is pinned.
+they are replaced by markers before the comparison, so only this issue's part of the tables is pinned. One change is
+meant: a run's row carries its cost and latency (issue 42 item 4) in columns after all the others, in the CSV only;
+the test takes them off (and checks they are exactly those) before comparing the rest byte for byte.
 
 Regenerate (only when a change of the tables is meant): python -m tests.test_tables_golden > tests/fixtures/golden_tables.json"""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import sys
 from pathlib import Path
@@ -21,6 +25,7 @@ from toolbench_adapter.evaluation.scoring.counts import Counts
 from toolbench_adapter.evaluation.scoring.results import ScoreRow
 from toolbench_adapter.evaluation.scoring.scores import Score
 from toolbench_adapter.report import tables
+from toolbench_adapter.runs.cost import COST_COLUMNS
 
 GOLDEN = Path(__file__).parent / "fixtures" / "golden_tables.json"
 RENDERERS = {"md": tables.to_markdown, "csv": tables.to_csv, "tex": tables.to_latex}
@@ -70,8 +75,20 @@ def normalised(board: tables.Leaderboard, text: str) -> str:
 
 
 def rendered(boards: list[tables.Leaderboard]) -> dict[str, str]:
-    return {f"{board.metric} {board.mode} {kind}": normalised(board, render(board))
+    """Each board's text; the CSV's cost columns (a run's, issue 42 item 4) off, the other issues' lines marked."""
+    return {f"{board.metric} {board.mode} {kind}": normalised(board, without_costs(render(board)) if kind == "csv"
+                                                                else render(board))
             for board in boards for kind, render in RENDERERS.items()}
+
+
+def without_costs(text: str) -> str:
+    """A CSV with the cost columns (the last ones, when there) taken off, written as tables.to_csv writes."""
+    rows = list(csv.reader(io.StringIO(text)))
+    if rows[0][-len(COST_COLUMNS):] != COST_COLUMNS:
+        return text
+    buffer = io.StringIO()
+    csv.writer(buffer).writerows(row[:-len(COST_COLUMNS)] for row in rows)
+    return buffer.getvalue()
 
 
 def current(folder: Path) -> dict[str, dict[str, str]]:
@@ -85,6 +102,14 @@ def test_tables_without_trials_are_the_bytes_they_were(tmp_path):
         assert now[source].keys() == texts.keys()
         for name, text in texts.items():
             assert now[source][name] == text, f"{source}: {name} changed"
+
+
+def test_the_one_meant_change_is_a_runs_cost_columns_after_the_others(tmp_path):
+    for board in boards_of_a_run(tmp_path):
+        header = next(csv.reader(io.StringIO(tables.to_csv(board))))
+        assert header[-len(COST_COLUMNS):] == COST_COLUMNS
+    for board in boards_of_rows():  # rows of score files: no run, no cost columns
+        assert not set(COST_COLUMNS) & set(next(csv.reader(io.StringIO(tables.to_csv(board)))))
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ from runners.cli import main
 from runners.config import RunConfig
 from runners.execution.trials import TrialSet
 from runners.judging.evaluate_trials import evaluate_trials
-from runners.models.scripted import ScriptedBackend
 from tests.openai_standin import OpenAIStandin, Reply
 from tests.test_run_outcomes import SolvedJudge
 from toolbench_adapter.answers.convert import convert_folder

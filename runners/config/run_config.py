@@ -210,9 +210,6 @@ def settings_problems(settings: dict[str, Any], in_file: bool) -> list[Problem]:
     known = list(hints)
     defaults = field_defaults(RunConfig)
     problems = [unknown_key_problem(str(key), known) for key in settings if key not in hints]
-    if in_file and "trial" in settings:  # the trial folders' own setting: a file that sets it is a mistake
-        problems.append(Problem("trial", "trial is set by tba run --trials on each trial folder's run, not by a file",
-                                "leave trial out; write trials: K to run every query K times"))
     for name, value in settings.items():
         if name in hints:
             expected = {**EXPECTED, "method": known_forms()} if name == "method" else EXPECTED
@@ -220,6 +217,10 @@ def settings_problems(settings: dict[str, Any], in_file: bool) -> list[Problem]:
                                   expected=expected, in_file=in_file)
             if problem is not None:
                 problems.append(problem)
+    if in_file and "trial" in settings and not any(p.field == "trial" for p in problems):
+        # the trial folders' own setting (runners/execution/trials.py): a file that sets it is a mistake
+        problems.append(Problem("trial", "trial is set by tba run --trials on each trial folder's run, not by a file",
+                                "leave trial out; write trials: K to run every query K times"))
     if problems:
         return problems
     try:  # the types are right: what they cannot say, on a config built from these settings

@@ -26,7 +26,8 @@ from typing import Any
 
 from toolbench_adapter.errors import InputError
 from toolbench_adapter.files.fileio import write_json_atomic
-from toolbench_adapter.runs.folder import MANIFEST
+from toolbench_adapter.runs.cost import runs_cost
+from toolbench_adapter.runs.folder import MANIFEST, latency_percentiles
 from toolbench_adapter.runs.trial_set import (
     TRIALS,
     TRIALS_FORMAT,
@@ -249,5 +250,7 @@ def set_totals(set_dir: Path, trials: int) -> dict:
         for kind, n in (t.get("infra_failures_by_kind") or {}).items():
             kinds[kind] = kinds.get(kind, 0) + n
     totals["infra_failures_by_kind"] = dict(sorted(kinds.items()))
+    cost = runs_cost(trial_dir(set_dir, i) for i in range(trials))  # latencies pooled over every trial
+    totals.update(latency_percentiles(cost.latencies))
     totals["trials"] = per_trial
     return totals

@@ -31,6 +31,7 @@ from toolbench_adapter.files.fileio import read_json
 from toolbench_adapter.queryset.queries import QuerySet
 from toolbench_adapter.report import tables
 from toolbench_adapter.report.trial_tables import RowTrials
+from toolbench_adapter.runs.cost import runs_cost
 from toolbench_adapter.runs.folder import MANIFEST
 from toolbench_adapter.runs.trial_set import read_trials, trial_dirs
 
@@ -86,8 +87,10 @@ def check_set(set_dir: str | Path, score_anyway: bool) -> tuple[list[Path], list
 
 def evaluate_trials(set_dir: str | Path, client, *, mode: str = "auto", model_label: str | None = None,
                     score_anyway: bool = False, command: str | None = None,
-                    checked: tuple[list[Path], list, list[str]] | None = None, **options) -> TrialsEvaluation:
-    """``options``: evaluate_run's (evaluate_times, concurrency, cache_path, progress, preflight, ...)."""
+                    checked: tuple[list[Path], list, list[str]] | None = None, prices=None,
+                    **options) -> TrialsEvaluation:
+    """``options``: evaluate_run's (evaluate_times, concurrency, cache_path, progress, preflight, ...); ``prices``:
+    the set's cost in money (runs/cost.py), summed over its trials."""
     set_dir = Path(set_dir)
     record = read_trials(set_dir)
     folders, checks, notes = checked if checked is not None else check_set(set_dir, score_anyway)
@@ -96,7 +99,7 @@ def evaluate_trials(set_dir: str | Path, client, *, mode: str = "auto", model_la
     chosen_mode = mode
     for folder, check in zip(folders, checks, strict=True):
         trial = evaluate_run(folder, client, mode=chosen_mode, model_label=f"{name}@{folder.name}",
-                             score_anyway=score_anyway, checked=check, command=command, **options)
+                             score_anyway=score_anyway, checked=check, command=command, prices=prices, **options)
         chosen_mode = trial.identity.mode  # every trial judged alike: the mode the first one settled
         result.trials.append(trial)
         result.judgements += trial.judgements
@@ -116,7 +119,7 @@ def evaluate_trials(set_dir: str | Path, client, *, mode: str = "auto", model_la
                        "the cached verdicts), or evaluate with another judge"):
         writer.begin()
         try:
-            _write_set(result, set_dir, folders, manifest, writer, name, score_anyway)
+            _write_set(result, set_dir, folders, manifest, writer, name, score_anyway, runs_cost(folders, prices))
         except BaseException:
             writer.discard()
             raise
@@ -153,7 +156,7 @@ def _test_ids(manifest: dict, groups: list[str]) -> dict[str, list[str]] | None:
 
 
 def _write_set(result: TrialsEvaluation, set_dir: Path, folders: list[Path], manifest: dict,
-               writer: EvaluationWriter, name: str, score_anyway: bool) -> None:
+               writer: EvaluationWriter, name: str, score_anyway: bool, cost) -> None:
     labels = [_trial_labels(folder, trial.evaluation_id) for folder, trial in zip(folders, result.trials, strict=True)]
     groups = list(dict.fromkeys(g for trial in labels for g in trial))
     figures = set_figures(labels, _test_ids(manifest, groups))
@@ -171,7 +174,7 @@ def _write_set(result: TrialsEvaluation, set_dir: Path, folders: list[Path], man
         row_trials = {name: {mode: RowTrials(f.groups, f.average) for mode, f in modes.items()}}
         for board in tables.build_leaderboards(rows, scored_anyway=marked, comparability={name: line(comparable,
                                                                                                       reasons)},
-                                               judge_cards={name: card}, trials=row_trials):
+                                               judge_cards={name: card}, trials=row_trials, costs={name: cost}):
             result.boards.append(board)
             result.written.extend(tables.write_leaderboard(board, writer.tables_dir))
             parts.append(tables.to_markdown(board))

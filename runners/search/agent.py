@@ -49,6 +49,9 @@ class Budget:
     env_seconds: float = 0.0
     # the search's model-call cap (DFSDT's max_query_count; None: CoT has none): re-asks stop at it too
     call_cap: int | None = None
+    prompt_tokens: int = 0  # what each call's usage said (issue 42: cost per query, latency percentiles)
+    completion_tokens: int = 0
+    latencies: list[float] = field(default_factory=list)  # seconds per model call, in order
 
 
 @dataclass
@@ -128,7 +131,10 @@ class Agent:
         ctx.calls.sent(request, completion)
         ctx.budget.query_count += 1
         ctx.budget.total_tokens += completion.total_tokens
+        ctx.budget.prompt_tokens += completion.prompt_tokens
+        ctx.budget.completion_tokens += completion.completion_tokens
         ctx.budget.model_seconds += completion.latency_s
+        ctx.budget.latencies.append(round(completion.latency_s, 4))
         if self.on_call:
             self.on_call()
         return completion

@@ -27,6 +27,7 @@ from toolbench_adapter.queryset.queries import GROUP_LABELS
 from ..evaluation.comparability import NOT_RECORDED
 from ..evaluation.evaluations import SELF_JUDGED, is_self_judged_label
 from ..evaluation.storage import write_text_atomic
+from ..runs.cost import COST_COLUMNS, Cost
 from ..structured.describe import caption_notes
 from . import trial_tables
 from .trial_tables import RowTrials
@@ -75,6 +76,9 @@ class Leaderboard:
     judge_cards: dict[str, str] = field(default_factory=dict)
     # row name -> its figures over trials (a set of trials, issue 42: trial_tables.py); none: the board as before
     trials: dict[str, RowTrials] = field(default_factory=dict)
+    # row name -> what its run cost and how fast its model answered (runs/cost.py): columns after the others in the
+    # CSV only (rows of score or label files have none; a board without any renders as before)
+    costs: dict[str, Cost] = field(default_factory=dict)
 
     def comparability_of(self, row: BoardRow) -> str:
         return self.comparability.get(row.name, NOT_RECORDED)
@@ -196,7 +200,8 @@ def build_leaderboards(rows: list[ScoreRow], scored_anyway: dict[str, str] | Non
                        counts: dict[str, dict[str, Counts]] | None = None,
                        comparability: dict[str, str] | None = None,
                        judge_cards: dict[str, str] | None = None,
-                       trials: dict[str, dict[str, RowTrials]] | None = None) -> list[Leaderboard]:
+                       trials: dict[str, dict[str, RowTrials]] | None = None,
+                       costs: dict[str, Cost] | None = None) -> list[Leaderboard]:
     """``scored_anyway``: model -> why its rows are marked (a run scored with infrastructure failures): the
     row name gets SCORED_ANYWAY and the board a footnote saying why; a row whose scores left failed judgements
     out (``Score.errors``: a score file written with --score-anyway) is marked the same way without being told.
@@ -205,7 +210,8 @@ def build_leaderboards(rows: list[ScoreRow], scored_anyway: dict[str, str] | Non
     many queries were answered. ``comparability``: model -> its line (evaluation/comparability.py); a row
     without one (score or label files) says its setup is not recorded. ``judge_cards``: model -> its judge's
     audit line (evaluation/judge_cards.citation). ``trials``: model -> scoring mode -> its figures over trials (a set
-    of trials: its cells read SoPR [95% CI] and tables of pass@k / pass^k follow the board)."""
+    of trials: its cells read SoPR [95% CI] and tables of pass@k / pass^k follow the board). ``costs``: model -> its
+    run's cost and latency (runs/cost.py), columns at the end of the CSV."""
     scored_anyway = scored_anyway or {}
     comparability = comparability or {}
     counts = counts or {}
@@ -239,6 +245,8 @@ def build_leaderboards(rows: list[ScoreRow], scored_anyway: dict[str, str] | Non
                 board.comparability[name] = comparability[row.model]
             if row.model in (judge_cards or {}):
                 board.judge_cards[name] = judge_cards[row.model]
+            if row.model in (costs or {}):
+                board.costs[name] = costs[row.model]
             figures = (trials or {}).get(row.model, {}).get(board.mode)
             if figures is not None and board.metric == "SoPR":
                 board.trials[name] = figures
@@ -264,7 +272,7 @@ def to_csv(board: Leaderboard) -> str:
     many groups the Average averages, the row's comparability line and its judge's audit line."""
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    extra = trial_tables.csv_header(board) if board.trials else []
+    extra = (trial_tables.csv_header(board) if board.trials else []) + (COST_COLUMNS if board.costs else [])
     writer.writerow(board.header() + ["metric", "mode", "judge"] + [f"n {GROUP_LABELS[g]}" for g in COLUMNS]
                     + ["groups averaged", "comparability", "judge audit"] + extra)
     judge = "; ".join(board.judges)
@@ -273,8 +281,14 @@ def to_csv(board: Leaderboard) -> str:
         writer.writerow([c if c != MISSING else "" for c in cells] + [board.metric, board.mode, judge]
                         + denominators + [str(len(row.scored)), board.comparability_of(row),
                                           board.judge_card_of(row)]
-                        + (trial_tables.csv_cells(board, row) if board.trials else []))
+                        + (trial_tables.csv_cells(board, row) if board.trials else [])
+                        + (_cost_cells(board, row) if board.costs else []))
     return buffer.getvalue()
+
+
+def _cost_cells(board: Leaderboard, row: BoardRow) -> list[str]:
+    cost = board.costs.get(row.name)
+    return [cost.csv_cells()[column] for column in COST_COLUMNS] if cost is not None else [""] * len(COST_COLUMNS)
 
 
 def _latex_escape(text: str) -> str:

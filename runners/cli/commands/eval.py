@@ -123,6 +123,10 @@ def check(args):
     judge_client_options(evaluate_args)
     check_writable(cfg.run_dir)
     check_cache_path(args.judge_cache)
+    if args.prices:  # a price file with a mistake: exit 2 now, not after the run
+        from toolbench_adapter.runs.cost import read_prices
+
+        read_prices(args.prices)
     if args.judge_backend == "openai":  # a dead judge found now, not after the run: one GET /models per URL
         import sys
 

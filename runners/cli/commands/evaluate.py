@@ -95,6 +95,10 @@ def add_judge_arguments(p) -> None:
     p.add_argument("--evaluators-dir", default=None, help="where evaluator names are looked up")
     p.add_argument("--evaluate-times", type=COUNT, default=3, help="independent judgements per query (default 3)")
     p.add_argument("--model-label", default=None, help="row name in the tables (default: the run's name)")
+    p.add_argument("--prices", default=None, metavar="FILE",
+                   help="prices per model per million input and output tokens (YAML: models: {NAME: {input: N, "
+                   "output: N}}, optional currency:): the leaderboard CSV's cost column in money; none is shipped or "
+                   "guessed (without it: tokens, calls and latency only)")
     p.add_argument("--score-anyway", action="store_true",
                    help="score a run that holds infrastructure failures or was interrupted (refused otherwise, exit "
                    "2), and write the leaderboard although judgements failed (exit 3 still); the table marks its "
@@ -105,6 +109,7 @@ def run(args) -> int:
     from pathlib import Path
 
     from toolbench_adapter.evaluation.cache import check_cache_path
+    from toolbench_adapter.runs.cost import read_prices
     from toolbench_adapter.runs.trial_set import is_trial_set
 
     from ...judging.evaluate import check_run, evaluate_run, read_manifest
@@ -116,6 +121,7 @@ def run(args) -> int:
         return run_set(args)
     checked = check_run(args.run_dir, args.score_anyway)  # refuse before a judge is loaded or asked (read once)
     check_cache_path(args.cache)  # an unwritable --cache is exit 2 now, not a traceback at the first verdict
+    prices = read_prices(args.prices) if args.prices else None  # a bad price file too
     chat = chat_recipe(args, read_manifest(Path(args.run_dir)))
     executor = RayJudgeExecutor(chat, args.concurrency, args.ray_address) if args.executor == "ray" else None
     client = chat.build()
@@ -127,7 +133,7 @@ def run(args) -> int:
                               evaluate_times=args.evaluate_times, concurrency=args.concurrency, cache_path=args.cache,
                               model_label=args.model_label, progress=not args.quiet,
                               score_anyway=args.score_anyway, executor=executor, preflight=True,
-                              judge_self=args.judge_self, checked=checked, command=redo)
+                              judge_self=args.judge_self, checked=checked, command=redo, prices=prices)
     finally:
         if executor is not None:
             executor.close()
@@ -139,6 +145,7 @@ def run_set(args) -> int:
     from pathlib import Path
 
     from toolbench_adapter.evaluation.cache import check_cache_path
+    from toolbench_adapter.runs.cost import read_prices
 
     from ...judging.evaluate import read_manifest
     from ...judging.evaluate_trials import check_set, evaluate_trials
@@ -147,6 +154,7 @@ def run_set(args) -> int:
 
     checked = check_set(args.run_dir, args.score_anyway)  # every trial, before a judge is loaded or asked
     check_cache_path(args.cache)
+    prices = read_prices(args.prices) if args.prices else None
     chat = chat_recipe(args, read_manifest(Path(checked[0][0])))
     executor = RayJudgeExecutor(chat, args.concurrency, args.ray_address) if args.executor == "ray" else None
     client = chat.build()
@@ -157,7 +165,8 @@ def run_set(args) -> int:
                                  judge_constrain=args.judge_constrain, evaluate_times=args.evaluate_times,
                                  concurrency=args.concurrency, cache_path=args.cache, model_label=args.model_label,
                                  progress=not args.quiet, score_anyway=args.score_anyway, executor=executor,
-                                 preflight=True, judge_self=args.judge_self, checked=checked, command=redo)
+                                 preflight=True, judge_self=args.judge_self, checked=checked, command=redo,
+                                 prices=prices)
     finally:
         if executor is not None:
             executor.close()

@@ -346,6 +346,18 @@ def stopping_now_exits(redo: str):
         raise
 
 
+def cost_line(totals: dict) -> str:
+    """Model calls, tokens per query and model latency p50 / p95 of the totals (issue 42; money: --prices, at
+    tba evaluate / table / sweep)."""
+    queries = totals.get("queries") or 0
+    per = (lambda key: f"{totals.get(key, 0) / queries:.1f}") if queries else (lambda key: "0")
+    p50, p95 = totals.get("model_latency_p50_s"), totals.get("model_latency_p95_s")
+    latency = f"{p50:.3f} s / p95 {p95:.3f} s" if p50 is not None and p95 is not None else "not recorded"
+    return (f"  cost: {totals.get('model_calls', 0)} model calls ({per('model_calls')} per query), "
+            f"{per('prompt_tokens')} prompt and {per('completion_tokens')} completion tokens per query, "
+            f"model latency p50 {latency}")
+
+
 def trial_summary_lines(record: dict, set_dir: str, redo: str) -> list[str]:
     """The set's lines: what ran over every trial, each trial's counts, what failed, where the files are, what next."""
     totals, session = record["totals"], record["sessions"][-1]
@@ -368,6 +380,7 @@ def trial_summary_lines(record: dict, set_dir: str, redo: str) -> list[str]:
         lines.append(f"  redo them (finished queries are skipped): {redo}")
     else:
         lines.append("  infrastructure failures 0")
+    lines.append(cost_line(totals))
     lines += [f"  files: {set_dir}/trial-{{i}}/{{group}}/{{query_id}}_{{method}}.json (one run folder per trial, "
               f"upstream's layout), {set_dir}/trials.json",
               f"  next: tba evaluate {shlex.quote(set_dir)} (judges every trial)"
@@ -398,6 +411,7 @@ def summary_lines(manifest: dict, run_dir: str, redo: str) -> list[str]:
         lines.append(f"  context length {totals['context_length']}: finished queries in which the model endpoint "
                      "refused a request as longer than the model's context (the chain ended there, as upstream's "
                      "does; steps.jsonl error context_length)")
+    lines.append(cost_line(totals))
     turns = turns_text(totals)  # every call checked against the function list (toolbench_adapter/structured/)
     if turns:
         lines.append(f"  {turns} ({policy_text(manifest.get('config'))}; steps.jsonl: violations)")
