@@ -57,7 +57,7 @@ EXIT_INTERRUPTED = 130
 
 
 def register(subparsers) -> None:
-    from ..ranges import COUNT
+    from ..ranges import CORRELATION, COUNT, FRACTION
     from .evaluate import add_judge_arguments
     from .run import add_run_arguments
 
@@ -78,6 +78,15 @@ def register(subparsers) -> None:
                    help="judgement cache file (default: the spec's judge_cache, else results/cache/judge.jsonl)")
     p.add_argument("--judge-concurrency", type=COUNT, default=None,
                    help="judge requests in flight per cell (default: the judge endpoint's cap)")
+    p.add_argument("--pilot", default=None, metavar="DIR",
+                   help="--dry-run: an earlier sweep's folder (OUT/NAME) whose observed variances replace the assumed "
+                   "ones in the smallest detectable difference (its cells paired by name with this spec's)")
+    p.add_argument("--assume-pass-rate", type=FRACTION, default=0.5, metavar="P",
+                   help="--dry-run without --pilot: the pass rate assumed in both cells of a comparison (default 0.5: "
+                   "the most variance)")
+    p.add_argument("--assume-correlation", type=CORRELATION, default=0.0, metavar="RHO",
+                   help="--dry-run without --pilot: the correlation assumed between two cells' verdicts on the same "
+                   "query (default 0: none, the most cautious for cells that share their queries)")
     add_run_arguments(p, fanout=False)
     add_judge_arguments(p)
     for action in p._actions:  # the run's --name names the sweep here
@@ -101,7 +110,8 @@ def run(args) -> int:
         if value:
             raise InputError(f"{flag} is not a sweep's", field=flag, fix=fix)
     spec = load_spec(args.spec, name=args.name, base_overrides=base_overrides(args),
-                     judges_override=judge_override(args), axes_override=axis_override(args.axis))
+                     judges_override=judge_override(args), axes_override=axis_override(args.axis),
+                     trials=args.trials)
     return SweepCommand(args, spec).run()
 
 
@@ -109,7 +119,8 @@ def base_overrides(args) -> dict:
     """The run flags given on the command line, as base settings (--name names the sweep)."""
     from .run import flag_settings
 
-    settings = {k: v for k, v in flag_settings(args).items() if k not in ("name", "out_root")}
+    # --trials is the sweep's trials: (load_spec), not a base setting
+    settings = {k: v for k, v in flag_settings(args).items() if k not in ("name", "out_root", "trials")}
     if args.config is not None:  # --config= (empty): no config file, the spec's base one left out too
         settings["config"] = args.config
     return settings
@@ -204,9 +215,15 @@ class SweepCommand:
     def run(self) -> int:
         from toolbench_adapter.evaluation.cache import check_cache_path
         from toolbench_adapter.files.fileio import check_writable
+        from toolbench_adapter.runs.cost import read_prices
 
         from ...sweep.state import SweepState
 
+        self.prices = read_prices(self.args.prices) if self.args.prices else None  # a bad file: exit 2 first
+        if self.args.pilot and not self.args.dry_run:
+            from toolbench_adapter.errors import InputError
+
+            raise InputError("--pilot sizes a sweep before it runs", field="--pilot", fix="add --dry-run")
         cells = self.spec.cells()
         chosen = self.chosen(cells)
         judges = [judge_args(self.spec, i, j.settings) for i, j in enumerate(self.spec.judges)]
@@ -214,9 +231,12 @@ class SweepCommand:
         plans = [self.plan(cell, judges, partners) for cell in chosen]
         state = SweepState.open(self.sweep_dir, self.spec, cells, self.redo())
         if self.args.dry_run:
-            from ...sweep.dry_run import print_plan
+            from ...sweep.dry_run import print_detectable, print_plan
 
             print_plan(self.spec, self.sweep_dir, plans, state)
+            print_detectable(self.spec, plans, pilot=self.args.pilot, pass_rate=self.args.assume_pass_rate,
+                             correlation=self.args.assume_correlation)
+            print("nothing run (--dry-run)")
             return 0
         check_writable(self.sweep_dir)
         check_cache_path(self.judge_cache, "--judge-cache")
@@ -249,23 +269,32 @@ class SweepCommand:
 
         where = f"cell {cell.name}"
         try:
-            cfg = RunConfig(**{**cell.settings, "name": cell.name, "out_root": str(self.sweep_dir)})
+            cfg = RunConfig(**{**cell.settings, "name": cell.name, "out_root": str(self.sweep_dir),
+                               "trials": self.spec.trials})
             urls = model_urls(cfg)
             if "concurrency" not in cell.settings and urls:  # enough queries in flight to fill its endpoints alone
                 cfg = replace(cfg, concurrency=sum(max_in_flight(self.spec, u) for u in urls))
             cfg.validate()
-            queries = len(check_run_settings(cfg))
-            prepare(cfg, make_backend(cfg))  # the dialect and parser fit the backend
+            selected = check_run_settings(cfg)
+            queries = len(selected)
+            backend = make_backend(cfg)
+            prepare(cfg, backend)  # the dialect and parser fit the backend
+            if cfg.trials > 1:  # every cell a set of trials: its agent can differ from trial to trial
+                from ...execution.trials import check_trials
+
+                check_trials(cfg, backend)
         except InputError as exc:
             raise InputError(exc.problem, path=self.spec.path,
                              field=f"{where}: {exc.field}" if exc.field else where, fix=exc.fix) from None
         plans = [self.judge_plan(label.label, jargs, cfg) for label, jargs in zip(self.spec.judges, judges,
                                                                                    strict=True)]
         key = cell.shares_calls_with()
-        # one model memo for the cells that differ only in the parser: threads, temperature 0, another such cell
-        shared = cfg.executor == "threads" and not cfg.temperature and partners[key] > 1
+        # one model memo for the cells that differ only in the parser: threads, temperature 0, another such cell, and
+        # no trials (a memo would answer every trial as the first)
+        shared = cfg.executor == "threads" and not cfg.temperature and partners[key] > 1 and cfg.trials == 1
         return CellPlan(cell=cell, cfg=cfg, judges=plans, redo=self.redo(cell.name), share_key=key if shared else None,
-                        queries=queries)
+                        queries=queries * cfg.trials,
+                        query_keys=frozenset((q.group, str(q.query_id)) for q in selected))
 
     def judge_plan(self, label, jargs, cfg):
         from toolbench_adapter.errors import InputError
@@ -316,7 +345,7 @@ class SweepCommand:
         ray, ray_started = self.connect_ray(plans)
         started = time.perf_counter()
         scheduler = SweepScheduler(plans, state, judge_cache=self.judge_cache, max_cells=self.args.max_cells,
-                                   progress=not self.args.quiet)
+                                   progress=not self.args.quiet, prices=self.prices)
         print(f"sweep {self.spec.name}: {len(plans)} cells -> {self.sweep_dir}", flush=True)
         state.save()
         try:
@@ -371,7 +400,7 @@ class SweepCommand:
     def write_matrix(self) -> list[Path]:
         from toolbench_adapter.report.sweep_matrix import build_matrix, write_matrix
 
-        matrix = build_matrix(self.sweep_dir)
+        matrix = build_matrix(self.sweep_dir, prices=self.prices)
         written = write_matrix(matrix, self.sweep_dir)
         md = self.sweep_dir / "matrix.md"
         if md.is_file():

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from toolbench_adapter.errors import InputError
 from toolbench_adapter.evaluation.labels import Label
+from toolbench_adapter.evaluation.storage import read_label_file
 from toolbench_adapter.files.fileio import read_json, write_json_atomic
 
 from .results import ScoreRow
@@ -62,11 +63,13 @@ class ModeFigures:
     errors: dict[str, int]  # group -> failed judgements over every trial
     missing: dict[str, int]  # strict: group -> test ids without an answer, summed over trials
     solved: dict[str, dict[str, list[int]]]  # group -> query id -> [Solved trials, trials with a verdict]
+    # group -> query id -> trials -> repeats' points: what a paired comparison and a pilot's variances read
+    points: dict[str, dict[str, list[list[float]]]] = field(default_factory=dict)
 
     def as_dict(self) -> dict:
         return {"mode": self.mode, "groups": {g: s.as_dict() for g, s in self.groups.items()},
                 "average": self.average.as_dict() if self.average else None, "trial_sopr": self.trial_sopr,
-                "errors": self.errors, "missing": self.missing, "solved": self.solved}
+                "errors": self.errors, "missing": self.missing, "solved": self.solved, "points": self.points}
 
     @classmethod
     def from_dict(cls, data: Mapping) -> ModeFigures:
@@ -75,7 +78,9 @@ class ModeFigures:
                    trial_sopr={g: [float(x) for x in v] for g, v in data["trial_sopr"].items()},
                    errors={g: int(v) for g, v in data.get("errors", {}).items()},
                    missing={g: int(v) for g, v in data.get("missing", {}).items()},
-                   solved={g: {q: [int(c), int(n)] for q, (c, n) in v.items()} for g, v in data["solved"].items()})
+                   solved={g: {q: [int(c), int(n)] for q, (c, n) in v.items()} for g, v in data["solved"].items()},
+                   points={g: {q: [[float(x) for x in r] for r in t] for q, t in v.items()}
+                           for g, v in (data.get("points") or {}).items()})
 
 
 def mode_figures(trials: Sequence[TrialLabels], mode: str = UPSTREAM,
@@ -102,7 +107,7 @@ def mode_figures(trials: Sequence[TrialLabels], mode: str = UPSTREAM,
     missing = ({g: round(sum(1 for t in trials for q in points[g] if q not in t.get(g, {})) / len(trials))
                 for g in points} if mode == STRICT else {})
     solved = {g: {q: list(solved_count(v)) for q, v in qs.items()} for g, qs in points.items()}
-    return ModeFigures(mode, groups, average_stats(points), trial_sopr, errors, missing, solved)
+    return ModeFigures(mode, groups, average_stats(points), trial_sopr, errors, missing, solved, points)
 
 
 def set_figures(trials: Sequence[TrialLabels], test_ids: Mapping[str, Iterable[str]] | None = None) -> dict:
@@ -112,6 +117,22 @@ def set_figures(trials: Sequence[TrialLabels], test_ids: Mapping[str, Iterable[s
         modes.append(mode_figures(trials, STRICT, test_ids))
     return {"format": FIGURES_FORMAT, "version": 1, "trials": len(trials), "definition": OVER_TRIALS,
             "modes": {m.mode: m.as_dict() for m in modes if m is not None}}
+
+
+def label_points(label_files: Iterable[Path]) -> dict[tuple[str, str], list[list[float]]]:
+    """(group, query id) -> one trial's repeats' points, from a run's evaluation's JSON label files (a run without
+    trials is one trial)."""
+    out = {}
+    for path in label_files:
+        labels = read_label_file(path)
+        for qid, repeats in labels.labels.items():
+            out[(labels.group, str(qid))] = [verdicts(repeats)]
+    return out
+
+
+def figure_points(figures: ModeFigures) -> dict[tuple[str, str], list[list[float]]]:
+    """(group, query id) -> trials -> repeats' points of a set's figures."""
+    return {(group, qid): trials for group, queries in figures.points.items() for qid, trials in queries.items()}
 
 
 def write_figures(eval_dir: str | Path, figures: dict) -> Path:
