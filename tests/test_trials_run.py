@@ -16,6 +16,7 @@ from runners.config import RunConfig
 from runners.execution.trials import TrialSet
 from runners.judging.evaluate_trials import evaluate_trials
 from tests.openai_standin import OpenAIStandin, Reply
+from tests.ray_support import needs_ray
 from tests.test_run_outcomes import SolvedJudge
 from toolbench_adapter.answers.convert import convert_folder
 from toolbench_adapter.errors import InputError
@@ -172,3 +173,31 @@ def test_tba_table_shows_a_sets_row_with_its_trials(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "a set of trials" in out and "| pass@2 |" in out and "set (CoT@1)" in out
     assert (tmp_path / "tables" / "taxonomy_set_trial-1.md").is_file()
+
+
+def test_shards_of_a_set_merge_trial_by_trial_into_the_set_one_machine_would_write(tmp_path, capsys):
+    for index in (1, 2):
+        assert run(tmp_path, *RATED, "--trials", "2", "--shard", f"{index}/2", name=f"shard{index}") == 0
+    assert run(tmp_path, *RATED, "--trials", "2", name="whole") == 0
+    assert main(["merge", str(tmp_path / "shard1"), str(tmp_path / "shard2"), "--out", str(tmp_path / "merged")]) == 0
+    summary = capsys.readouterr().out
+    assert json.loads(summary[summary.index('{\n  "trials"'):])["trials"] == 2
+    merged = tmp_path / "merged"
+    assert answers(merged) == answers(tmp_path / "whole")  # the seeds travel with the trials, not the shards
+    record = json.loads((merged / "trials.json").read_text())
+    assert record["config"]["shard"] is None and record["totals"]["queries"] == 12
+    assert main(["merge", str(tmp_path / "shard1"), "--out", str(tmp_path / "half")]) == 2
+    assert "shard 2/2 of the run is missing" in capsys.readouterr().err and not (tmp_path / "half").exists()
+    assert main(["merge", str(tmp_path / "shard1"), str(tmp_path / "whole" / "trial-0"), "--out",
+                 str(tmp_path / "mixed")]) == 2
+    assert "a set merges only with sets" in capsys.readouterr().err
+
+
+@needs_ray
+def test_a_set_on_ray_writes_the_answer_files_of_a_set_on_threads(tmp_path, ray_cluster):
+    for executor in ("threads", "ray"):
+        assert run(tmp_path, *RATED, "--trials", "2", "--executor", executor, "--concurrency", "2",
+                   name=executor) == 0
+    assert answers(tmp_path / "ray") == answers(tmp_path / "threads")
+    assert all(json.loads((tmp_path / "ray" / f"trial-{i}" / "manifest.json").read_text())["sessions"][-1]
+               ["executor"] == "ray" for i in range(2))
