@@ -128,11 +128,14 @@ class Cost:
         def number(value, fmt="{:.0f}"):
             return NOT_RECORDED if value is None else fmt.format(value)
 
+        latency = (f"p50 {self.latency_p50_s:.3f} s / p95 {self.latency_p95_s:.3f} s" if self.latencies
+                   else NOT_RECORDED)
+        tokens = (f"{number(self.per_query(self.prompt_tokens))} prompt and "
+                  f"{number(self.per_query(self.completion_tokens))} completion tokens per query"
+                  if self.prompt_tokens is not None else f"tokens per query {NOT_RECORDED}")
         return (f"{self.model_calls} model calls ({number(self.per_query(self.model_calls), '{:.1f}')} per query), "
-                f"prompt tokens {number(self.per_query(self.prompt_tokens))} and completion tokens "
-                f"{number(self.per_query(self.completion_tokens))} per query, model latency p50 "
-                f"{number(self.latency_p50_s, '{:.3f}')} s / p95 {number(self.latency_p95_s, '{:.3f}')} s, wall "
-                f"{number(self.wall_s, '{:.1f}')} s, cost {self.money_text()}")
+                f"{tokens}, model latency {latency}, wall {number(self.wall_s, '{:.1f}')} s, cost "
+                f"{self.money_text()}")
 
     def csv_cells(self) -> dict[str, str]:
         """The columns a CSV carries (named with tokens, p50, p95, cost)."""
