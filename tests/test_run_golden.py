@@ -67,6 +67,8 @@ def manifest_digest(run: Path) -> str:
     # added by issue 42 (trials): a run without trials records trials 1 and trial null; left out (their defaults
     # only) so the digests stay those recorded before the split
     assert manifest["config"].pop("trials") == 1 and manifest["config"].pop("trial") is None
+    # issue 43's (an outside agent): a run of a model records agent null and its timeout's default; left out as well
+    assert manifest["config"].pop("agent", None) is None and manifest["config"].pop("agent_timeout", 600.0) == 600.0
     manifest.pop("code_version")
     # added by issue 33 (a run's queries: digests and the data root, an absolute path that differs per checkout;
     # tests/test_run_query_identity.py checks them): left out so the digests stay those recorded before the split

@@ -61,9 +61,10 @@ def trial_config(cfg: RunConfig, index: int) -> RunConfig:
 
 def why_deterministic(backend: Any, cfg: RunConfig) -> str | None:
     """Why every trial of this set-up would answer alike, or None when they can differ."""
-    if takes_seed(backend):
-        return None
     name = getattr(backend, "name", cfg.backend)
+    # an outside agent (tba run --agent) is sent no seed, but its own model may answer each trial anew
+    if takes_seed(backend) or name == getattr(RunConfig, "AGENT_BACKEND", None):
+        return None
     if name == "scripted":
         return ("the scripted agent answers every query the same each time (--backend-option answer_rate=P makes it "
                 "answer each (query, trial) with probability P)")
