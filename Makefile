@@ -235,6 +235,10 @@ bench-fanout: install  ## parser fan-out vs N separate runs (N = 2, 3, 4): model
 bench-sweep: install  ## tba sweep of 8 cells on 2 model endpoints (4 slots x 50 ms each, caps shared): utilisation and wall vs the capacity bound, and vs one after another
 	$(BIN)/python benchmarks/bench_sweep.py $(BENCH_ARGS)
 
+.PHONY: bench-trials
+bench-trials: install  ## how often SoPR's 95% CI over trials holds the true pass rate over simulated sweeps (want 93-97%), pass^k and pass@k against p^k and 1-(1-p)^k, the detectable difference beside the CI width
+	$(BIN)/python benchmarks/bench_trials.py $(BENCH_ARGS)
+
 .PHONY: bench-parsers
 bench-parsers: install  ## µs per parse for each parser variant on $(PARSER_CORPUS), react-robust/react-find ratio
 	$(BIN)/python benchmarks/bench_parsers.py --corpus $(PARSER_CORPUS) $(BENCH_ARGS)
