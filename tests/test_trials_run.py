@@ -201,3 +201,19 @@ def test_a_set_on_ray_writes_the_answer_files_of_a_set_on_threads(tmp_path, ray_
     assert answers(tmp_path / "ray") == answers(tmp_path / "threads")
     assert all(json.loads((tmp_path / "ray" / f"trial-{i}" / "manifest.json").read_text())["sessions"][-1]
                ["executor"] == "ray" for i in range(2))
+
+
+def test_a_broken_set_record_or_figures_file_is_named_not_a_traceback(tmp_path, capsys):
+    cfg = RunConfig(name="set", out_root=str(tmp_path), backend="scripted", backend_options={"answer_rate": 0.5},
+                    trials=2)
+    TrialSet(cfg, progress=False).run()
+    evaluate_trials(tmp_path / "set", SolvedJudge(), evaluate_times=1, cache_path=None, progress=False)
+    figures = choose_evaluation(tmp_path / "set")[0].eval_dir / "trials.json"
+    figures.write_text('{"format": "toolbench-adapter/trial-figures", "modes": {"upstream": {"mode": 1}}}')
+    assert main(["table", str(tmp_path / "set"), "--out", str(tmp_path / "t")]) == 2
+    assert "malformed figures over trials" in capsys.readouterr().err
+    (tmp_path / "set" / "trials.json").write_text('{"format": "toolbench-adapter/trials", "trials": "two"}')
+    assert main(["evaluate", str(tmp_path / "set"), "--judge-url", "http://127.0.0.1:9/v1", "--quiet"]) == 2
+    assert "the record names no trial count" in capsys.readouterr().err
+    assert run(tmp_path, *RATED, "--trials", "2") == 2
+    assert "the record names no trial count" in capsys.readouterr().err

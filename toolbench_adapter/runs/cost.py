@@ -28,7 +28,7 @@ from toolbench_adapter.files.yaml_limits import read_yaml
 
 from .folder import MANIFEST, QUERY_STATS, read_query_lines
 
-PRICE_FIX = "write models: {MODEL: {input: USD_PER_MILLION, output: USD_PER_MILLION}} (README: cost and latency)"
+PRICE_FIX = "write models: {MODEL: {input: USD_PER_MILLION, output: USD_PER_MILLION}} (docs/noise.md: Cost and latency)"
 NOT_RECORDED = "not recorded"
 
 

@@ -66,22 +66,32 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--model-label", action="append", default=[], metavar="LABEL | OLD=NEW",
                         help="row name: LABEL renames the one model in RESULTS; OLD=NEW renames model OLD "
                         "(repeatable). Rows are named after the run (tba evaluate) or the label file's model")
+    parser.add_argument("--prices", default=None, metavar="FILE",
+                        help="run folders and sets of trials: their cost in money in the CSV's cost column, from these "
+                        "prices per model per million input and output tokens (none shipped or guessed; without it: "
+                        "calls, tokens and latency only)")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from toolbench_adapter.runs.cost import read_prices, run_cost, runs_cost
     from toolbench_adapter.runs.trial_set import is_trial_set, read_trials, trial_dirs
 
-    rows, runs, counts, unfinished, comparable, cards, trials = [], [], {}, [], {}, {}, {}
+    prices = read_prices(args.prices) if args.prices else None  # a bad price file: exit 2 before anything
+    rows, runs, counts, unfinished, comparable, cards, trials, costs = [], [], {}, [], {}, {}, {}, {}
     for item in map(Path, args.results):
         if item.is_dir() and is_trial_set(item):  # a set of trials (tba run --trials K)
-            rows.extend(set_rows(item, args.judge_id, unfinished, comparable, cards, trials))
-            runs.extend(t for t in trial_dirs(item, read_trials(item)) if (t / taxonomy.STEPS_FILE).exists())
+            found = set_rows(item, args.judge_id, unfinished, comparable, cards, trials)
+            rows.extend(found)
+            folders = trial_dirs(item, read_trials(item))
+            runs.extend(t for t in folders if (t / taxonomy.STEPS_FILE).exists())
+            costs.update({row.model: runs_cost(folders, prices) for row in found})
         elif item.is_dir() and (item / taxonomy.STEPS_FILE).exists():
             runs.append(item)
             found = run_rows(item, args.judge_id, unfinished, comparable, cards)
             rows.extend(found)
             counts.update({row.model: run_counts(item) for row in found})
+            costs.update({row.model: run_cost(item, prices) for row in found})
         elif is_score_file(item):
             rows.extend(read_score_file(item))
         elif item.exists():
@@ -92,12 +102,12 @@ def run(args: argparse.Namespace) -> int:
                              fix=f"{RUN_FOLDER_FIX}; or a score file or label files (tba table --help)")
     renamed = relabel(rows, args.model_label)
     counts = {new.model: counts[old.model] for old, new in zip(rows, renamed, strict=True) if old.model in counts}
-    comparable, cards, trials = ({new.model: lines[old.model] for old, new in zip(rows, renamed, strict=True)
-                                  if old.model in lines} for lines in (comparable, cards, trials))
+    comparable, cards, trials, costs = ({new.model: lines[old.model] for old, new in zip(rows, renamed, strict=True)
+                                         if old.model in lines} for lines in (comparable, cards, trials, costs))
     rows = renamed
     out = Path(args.out)
     for board in tables.build_leaderboards(rows, counts=counts, comparability=comparable, judge_cards=cards,
-                                           trials=trials):
+                                           trials=trials, costs=costs):
         written = tables.write_leaderboard(board, out, png=not args.no_png)
         print(tables.to_markdown(board))
         print("written: " + ", ".join(str(p) for p in written) + "\n")
