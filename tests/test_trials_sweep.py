@@ -131,3 +131,41 @@ def test_a_pilot_gives_the_dry_run_its_observed_variances(swept, capsys):
     assert size < 40  # the pilot's cells differ little within a query: a small difference is detectable
     assert main(["sweep", str(spec), "--out", str(swept / "next"), "--pilot", str(swept / "out" / "skill")]) == 2
     assert "add --dry-run" in capsys.readouterr().err
+
+
+def close_spec(judge) -> str:
+    return (spec_text(judge, trials=2).replace("answer_rate: 0.95", "answer_rate: 0.6")
+            .replace("answer_rate: 0.05", "answer_rate: 0.4"))
+
+
+def test_until_settled_adds_trials_to_the_unsettled_comparison_and_says_what_it_spent(tmp_path, judge, capsys):
+    spec = write(tmp_path, close_spec(judge))
+    flags = ["--out", str(tmp_path / "out"), "--quiet", "--judge-cache", str(tmp_path / "judge.jsonl")]
+    assert main(["sweep", str(spec), *flags, "--until-settled", "--max-trials", "12"]) == 0
+    out = capsys.readouterr().out
+    assert "until settled: round 1: answers05 to 12 trials, answers95 to 12 trials" in out
+    final = re.search(r"until settled: (.*) after (\d+) round\(s\); spent (\d+) more query runs and (\d+) more model "
+                      r"calls", out)
+    assert final and int(final[3]) == 2 * 10 * 6 and int(final[4]) > 0  # two cells, 10 more trials, 6 queries
+    rows = {r["cell"]: r for r in csv.DictReader((tmp_path / "out" / "skill" / "matrix.csv").open(encoding="utf-8"))}
+    assert rows["answers05"]["trials"] == rows["answers95"]["trials"] == "12"
+    assert (rows["answers05"]["verdict"] == "settled") == (final[1] == "every comparison settled")
+    # the same sweep again: the grown sets are kept (not refused as fewer trials), nothing runs
+    assert main(["sweep", str(spec), *flags]) == 0
+    assert "2 done (0 ran now, 2 done before)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("change, flags, needle", [
+    ("", ["--max-trials", "2"], "--max-trials must be above"),
+    ("", [], "--max-trials must be above"),
+    ("trials: 2", ["--trials", "1", "--max-trials", "5"], "the cells run one trial each"),
+    ("baseline", ["--max-trials", "5"], "names none"),
+])
+def test_until_settled_is_refused_where_it_cannot_work(tmp_path, judge, capsys, change, flags, needle):
+    text = close_spec(judge)
+    if change == "baseline":
+        text = "\n".join(line for line in text.splitlines() if not line.startswith("baseline")) + "\n"
+    spec = write(tmp_path, text)
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "out"), "--until-settled", *flags]) == 2
+    assert needle in capsys.readouterr().err
+    assert not (tmp_path / "out" / "skill" / "answers95").exists()

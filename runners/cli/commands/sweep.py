@@ -57,7 +57,7 @@ EXIT_INTERRUPTED = 130
 
 
 def register(subparsers) -> None:
-    from ..ranges import CORRELATION, COUNT, FRACTION
+    from ..ranges import CORRELATION, COUNT, FRACTION, setting
     from .evaluate import add_judge_arguments
     from .run import add_run_arguments
 
@@ -81,6 +81,13 @@ def register(subparsers) -> None:
     p.add_argument("--pilot", default=None, metavar="DIR",
                    help="--dry-run: an earlier sweep's folder (OUT/NAME) whose observed variances replace the assumed "
                    "ones in the smallest detectable difference (its cells paired by name with this spec's)")
+    p.add_argument("--until-settled", action="store_true",
+                   help="after the sweep, add trials only to the cells whose comparison with the baseline is not settled "
+                   "(as many as would detect its observed difference), round after round, until every one is settled "
+                   "or --max-trials is reached; says what it spent. Needs trials: 2 or more and a baseline")
+    p.add_argument("--max-trials", type=setting("trials"), metavar="K",
+                   help="--until-settled's budget: trials per cell at most (K x the cell's queries, paid requests "
+                   "included)")
     p.add_argument("--assume-pass-rate", type=FRACTION, default=0.5, metavar="P",
                    help="--dry-run without --pilot: the pass rate assumed in both cells of a comparison (default 0.5: "
                    "the most variance)")
@@ -240,8 +247,49 @@ class SweepCommand:
             return 0
         check_writable(self.sweep_dir)
         check_cache_path(self.judge_cache, "--judge-cache")
+        if self.args.until_settled:
+            from ...sweep import until_settled
+
+            until_settled.check(self.spec.trials, self.args.max_trials, self.spec.baseline is not None)
         self.check_judges_served(plans)
-        return self.execute(plans, state)
+        status = self.execute(plans, state)
+        if self.args.until_settled and status == 0:
+            status = self.until_settled(plans, state)
+        return status
+
+    def until_settled(self, plans, state) -> int:
+        """Rounds of more trials for the cells not settled (runners/sweep/until_settled.py), within --max-trials."""
+        from toolbench_adapter.report.sweep_matrix import build_matrix
+
+        from ...sweep import until_settled
+
+        before = until_settled.spent(plans)
+        status, rounds = 0, 0
+        while rounds < self.args.max_trials:
+            grow = until_settled.targets(build_matrix(self.sweep_dir, prices=self.prices), self.args.max_trials)
+            if not grow:
+                break
+            rounds += 1
+            print(f"until settled: round {rounds}: " + ", ".join(
+                f"{cell} to {trials} trials" for cell, trials in grow.items()), flush=True)
+            grown = until_settled.grown(plans, grow)
+            for plan in grown:
+                state.update(plan.cell.name, trials=plan.cfg.trials)
+            status = self.execute(grown, state)
+            plans = [next((g for g in grown if g.cell.name == p.cell.name), p) for p in plans]
+            if status:
+                break
+        after = until_settled.spent(plans)
+        matrix = build_matrix(self.sweep_dir, prices=self.prices)
+        left = until_settled.targets(matrix, self.args.max_trials)
+        unsettled = list(dict.fromkeys(row.cell for row in matrix.rows
+                                       if row.paired is not None and row.verdict != "settled"))
+        verdict = ("every comparison settled" if not unsettled else
+                   f"stopped with {', '.join(left)} still able to grow" if left else
+                   f"not settled within --max-trials {self.args.max_trials}: {', '.join(unsettled)}")
+        print(f"until settled: {verdict} after {rounds} round(s); spent {after[0] - before[0]} more query runs and "
+              f"{after[1] - before[1]} more model calls")
+        return status
 
     def chosen(self, cells):
         from toolbench_adapter.errors import InputError
@@ -270,7 +318,7 @@ class SweepCommand:
         where = f"cell {cell.name}"
         try:
             cfg = RunConfig(**{**cell.settings, "name": cell.name, "out_root": str(self.sweep_dir),
-                               "trials": self.spec.trials})
+                               "trials": self.cell_trials(cell)})
             urls = model_urls(cfg)
             if "concurrency" not in cell.settings and urls:  # enough queries in flight to fill its endpoints alone
                 cfg = replace(cfg, concurrency=sum(max_in_flight(self.spec, u) for u in urls))
@@ -295,6 +343,14 @@ class SweepCommand:
         return CellPlan(cell=cell, cfg=cfg, judges=plans, redo=self.redo(cell.name), share_key=key if shared else None,
                         queries=queries * cfg.trials,
                         query_keys=frozenset((q.group, str(q.query_id)) for q in selected))
+
+    def cell_trials(self, cell) -> int:
+        """The spec's trials, or more where the cell's set already holds more (grown by --until-settled)."""
+        from toolbench_adapter.runs.trial_set import is_trial_set, read_trials
+
+        folder = self.sweep_dir / cell.name
+        recorded = read_trials(folder)["trials"] if self.spec.trials > 1 and is_trial_set(folder) else 0
+        return max(self.spec.trials, recorded)
 
     def judge_plan(self, label, jargs, cfg):
         from toolbench_adapter.errors import InputError
