@@ -16,8 +16,8 @@ run setting and its values; a value may be a mapping of several settings, e.g. a
 endpoint and key) give the cells. Each cell is an ordinary run folder, OUT/NAME/CELL (CELL: its axis values
 joined by "__"), run and then judged by every judge of the spec, so tba table, report, compare-runs and
 reproduce read it as any run. OUT/NAME/matrix.csv (.md, .tex): one row per cell and judge with SoPR, the
-valid-call rate, model calls, tokens and seconds, and against the baseline cell the paired difference over
-the shared queries with its 95% CI. tba report --index OUT/NAME is the sweep's front page.
+valid-call rate, model calls, tokens, seconds, latency and cost, and against the baseline cell the paired difference
+over the shared queries with its 95% CI and its verdict. tba report --index OUT/NAME is the sweep's front page.
 
   name: demo
   base: {backend: scripted, groups: [G1_instruction], limit: 3}
@@ -49,6 +49,14 @@ The same command again redoes only what is missing: a done cell is skipped (none
 failed one goes on where it stopped. A spec whose base, axes or judges changed is refused (exit 2) unless its
 axes only gained values (their new cells run). --dry-run prints the cells, what is done, and an upper bound on
 model calls per endpoint, and runs nothing.
+
+A spec's top-level trials: K (or --trials K) makes every cell a set of K trials (tba run --trials): the matrix's SoPR
+is then over trials with its 95% CI, with pass@K / pass^K. --dry-run prints, per cell against the baseline, the
+smallest difference in SoPR points the sweep can detect (80% power, 5% two-sided, paired over the queries both run;
+from --assume-pass-rate / --assume-correlation, or --pilot OUT/NAME's observed variances). After the sweep every
+difference in the matrix is followed by "settled" (its 95% CI excludes 0) or "not settled: about M more trials (or N
+more queries) would detect the observed difference"; --until-settled --max-trials K adds those trials. Every row says
+its model latency p50 / p95, tokens per query (matrix.csv) and cost: money only from --prices FILE.
 
 Exit status: 0 every cell done; 2 bad input (nothing run); 3 a cell failed; 130 interrupted."""
 
