@@ -36,7 +36,11 @@ ON_INVALID  ?=
 # the run folder's name says a setting that is not upstream's (a folder holds one set of settings), e.g.
 # eval-hf-CoT1-constrain-schema (runners/cli/make_front.py run-name)
 RUN         ?= $(shell $(PYTHON) runners/cli/make_front.py run-name --backend=$(BACKEND) --method=$(METHOD) \
-               --constrain=$(CONSTRAIN) --on-invalid=$(ON_INVALID))
+               --constrain=$(CONSTRAIN) --on-invalid=$(ON_INVALID) --trials=$(TRIALS))
+# make eval TRIALS=K: every query K times as independent trials (tba run --trials: seed + i per trial; SoPR over
+# trials with its 95% CI, pass@k, pass^k); K x the model calls. A deterministic agent (the offline default's greedy
+# SmolLM2, the scripted agent) is refused: its trials would measure the judge only
+TRIALS      ?= 1
 CONFIG      ?= $(if $(filter hf,$(BACKEND)),runners/configs/smollm2.yaml)
 # the judge: the local model on the offline default (every table says a 135M judge checks the pipeline, not the
 # model); a served model needs a judge of its own, JUDGE_URL and JUDGE_MODEL (its key: OPENAI_API_KEY in the
@@ -138,7 +142,8 @@ data: install  ## refresh the shipped StableToolBench query files in data/stable
 	$(TBA) data fetch --out data/stabletoolbench --overwrite
 
 eval: install  ## run a model end to end and print its leaderboard row -> results/runs/$(RUN) (offline default: SmolLM2 on data/sample, constrained decoding $(CONSTRAIN))
-	$(TBA) eval --name $(RUN) $(RUN_FLAGS) $(STRUCT_FLAGS) $(if $(PARSER),--parser $(PARSER)) $(JUDGE_FLAGS)
+	$(TBA) eval --name $(RUN) $(RUN_FLAGS) $(STRUCT_FLAGS) $(if $(PARSER),--parser $(PARSER)) $(JUDGE_FLAGS) \
+	  $(if $(filter-out 1,$(TRIALS)),--trials $(TRIALS))
 
 # benchmarks print figures; BENCH_ARGS passes more flags to the script (python benchmarks/bench_X.py --help),
 # e.g. BENCH_ARGS="--queries 32" for a shorter bench-runner
@@ -229,6 +234,10 @@ bench-fanout: install  ## parser fan-out vs N separate runs (N = 2, 3, 4): model
 .PHONY: bench-sweep
 bench-sweep: install  ## tba sweep of 8 cells on 2 model endpoints (4 slots x 50 ms each, caps shared): utilisation and wall vs the capacity bound, and vs one after another
 	$(BIN)/python benchmarks/bench_sweep.py $(BENCH_ARGS)
+
+.PHONY: bench-trials
+bench-trials: install  ## how often SoPR's 95% CI over trials holds the true pass rate over simulated sweeps (want 93-97%), pass^k and pass@k against p^k and 1-(1-p)^k, the detectable difference beside the CI width
+	$(BIN)/python benchmarks/bench_trials.py $(BENCH_ARGS)
 
 .PHONY: bench-parsers
 bench-parsers: install  ## µs per parse for each parser variant on $(PARSER_CORPUS), react-robust/react-find ratio

@@ -325,6 +325,11 @@ def check_bench_sweep(clone, env, standin):
     assert re.search(r"model calls\s+96\s+utilisation \d+%", out) and "goal (sweep)" in out, out
 
 
+def check_bench_trials(clone, env, standin):
+    out = ok(make(clone, env, "bench-trials", "BENCH_ARGS=--sweeps 100 --queries 40 --trials 1 3 --resamples 500"))
+    assert re.search(r"^\s+40\s+3\s+\d+\.\d%", out, re.M) and "lowest coverage" in out, out
+
+
 def check_model(clone, env, standin):
     ok(make(clone, env, "model", timeout=600))
     assert Path(env["TBA_MODEL_CACHE"]).is_dir()
@@ -379,7 +384,7 @@ CASES = {
     "compare-parsers-live": check_compare_parsers_live, "sweep": check_sweep, "serve": check_serve,
     "bench-runner": check_bench_runner, "bench-http": check_bench_http, "bench-server": check_bench_server,
     "profile-server": check_profile_server, "profile-runner": check_profile_runner, "bench-fanout": check_bench_fanout,
-    "bench-sweep": check_bench_sweep, "model": check_model,
+    "bench-sweep": check_bench_sweep, "bench-trials": check_bench_trials, "model": check_model,
     "bench-hf": check_bench_hf, "bench-report": check_bench_report, "data": check_data, "doctor": check_doctor,
     "bench-published": check_bench_published,
     "clean": check_clean,

@@ -39,6 +39,8 @@ notes: # no help mark
     (("openai-chat", "CoT@1", "schema", "reask:2"), "eval-openai-chat-CoT1-constrain-schema-reask-2"),
     (("scripted", "DFS_woFilter_w2", "", "observe"), "eval-scripted-DFS_woFilter_w2"),
     (("hf", "CoT@5", "off", "reask:3"), "eval-hf-CoT5-reask-3"),
+    (("openai-chat", "CoT@1", "", "", "5"), "eval-openai-chat-CoT1-trials5"),  # a set of trials (issue 42)
+    (("openai-chat", "CoT@1", "", "", "1"), "eval-openai-chat-CoT1"),
 ])
 def test_run_name_says_each_setting_that_is_not_upstreams(settings, name):
     assert make_front.run_name(*settings) == name

@@ -22,6 +22,8 @@ from runners.models.scripted import ScriptedBackend, default_script
 GOLDEN = json.loads((Path(__file__).parent / "fixtures" / "golden_runs.json").read_text(encoding="utf-8"))
 VOLATILE = ("latency_s", "model_latency_s")  # wall-clock figures: the only fields that vary run to run
 QUERY_TIMES = ("model_seconds", "env_seconds", "wall_seconds")  # queries.jsonl's wall-clock figures
+# added by issue 42 (cost and latency per query): left out so the digests stay those recorded before the split
+QUERY_COSTS = ("prompt_tokens", "completion_tokens", "model_latencies_s")
 
 
 def endpoint_fails_in_900003(request):
@@ -42,7 +44,8 @@ def digest(lines: list[str]) -> str:
 
 def queries_digest(run: Path) -> str:
     lines = [json.loads(line) for line in (run / "queries.jsonl").read_text(encoding="utf-8").splitlines()]
-    return digest([json.dumps({k: v for k, v in r.items() if k not in QUERY_TIMES}, sort_keys=True) for r in lines])
+    return digest([json.dumps({k: v for k, v in r.items() if k not in QUERY_TIMES + QUERY_COSTS}, sort_keys=True)
+                   for r in lines])
 
 
 def errors_digest(run: Path) -> str | None:
@@ -61,6 +64,11 @@ def errors_digest(run: Path) -> str | None:
 def manifest_digest(run: Path) -> str:
     manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
     manifest["config"].pop("out_root")
+    # added by issue 42 (trials): a run without trials records trials 1 and trial null; left out (their defaults
+    # only) so the digests stay those recorded before the split
+    assert manifest["config"].pop("trials") == 1 and manifest["config"].pop("trial") is None
+    # issue 43's (an outside agent): a run of a model records agent null and its timeout's default; left out as well
+    assert manifest["config"].pop("agent", None) is None and manifest["config"].pop("agent_timeout", 600.0) == 600.0
     manifest.pop("code_version")
     # added by issue 33 (a run's queries: digests and the data root, an absolute path that differs per checkout;
     # tests/test_run_query_identity.py checks them): left out so the digests stay those recorded before the split
@@ -71,7 +79,8 @@ def manifest_digest(run: Path) -> str:
             session.pop(key)
         for endpoint in session["endpoints"]["tool_server"]:
             endpoint.pop("url")  # the embedded server's free port
-    for key in ("median_model_seconds_per_call", "median_query_wall_seconds"):
+    for key in ("median_model_seconds_per_call", "median_query_wall_seconds",
+                "prompt_tokens", "completion_tokens", "model_latency_p50_s", "model_latency_p95_s"):  # issue 42's too
         manifest["totals"].pop(key)
     return digest([json.dumps(manifest, sort_keys=True)])
 

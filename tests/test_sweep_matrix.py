@@ -101,7 +101,7 @@ def test_a_row_per_cell_with_its_axes_and_the_sopr_tba_table_prints(sweep, tmp_p
     matrix = build_matrix(sweep)
     assert [row.cell for row in matrix.rows] == [BASE, "CoT@1__react-robust", "DFS_woFilter_w2__react-find", FAILED]
     assert header(matrix) == ["cell", "method", "parser", "judge", "state", "SoPR", "n", "valid turns",
-                              "model calls", "tokens", "seconds", DELTA, "comparable"]
+                              "model calls", "tokens", "seconds", "latency p50 / p95 (s)", "cost", DELTA, "comparable"]
     rows = rows_by_cell(matrix)
     assert row_texts(matrix, rows["DFS_woFilter_w2__react-find"])[1:4] == ["DFS_woFilter_w2", "react-find", "judge-x"]
     for name in (BASE, "CoT@1__react-robust", "DFS_woFilter_w2__react-find"):
@@ -129,9 +129,12 @@ def test_the_paired_column_is_compare_parsers_runs_difference_and_the_baseline_i
     found = re.match(r"react-robust: ([+-][\d.]+) points over react-find on 6 queries, 95% CI \[(\S+), (\S+)\]",
                      headline)
     assert found, headline
-    assert texts["CoT@1__react-robust"] == f"{found[1]} [{found[2]}, {found[3]}] (n=6)"
+    # never a bare difference (issue 42): the interval touches 0, so what would settle it follows
+    assert texts["CoT@1__react-robust"] == (f"{found[1]} [{found[2]}, {found[3]}] (n=6): not settled: about 13 more "
+                                            "queries would detect the observed difference (one trial per query: "
+                                            "whether more trials would is not known; trials: K measures it)")
     assert found[1] != "+0.0"  # the parsers differ: the column shows a real difference
-    assert texts["DFS_woFilter_w2__react-find"] == "+0.0 [+0.0, +0.0] (n=6)"
+    assert texts["DFS_woFilter_w2__react-find"] == "+0.0 [+0.0, +0.0] (n=6): not settled: no difference observed"
     assert texts[FAILED] == ""  # no numbers, so nothing to pair
 
 

@@ -8,7 +8,7 @@ library only, never the package.
 
     make_front.py help MAKEFILE...                  the values: NAME=VALUE lines in $MAKE_VALUES, else the environment
     make_front.py check-vars MAKEFILE... -- NAME...  the refusal (make stops with it) or nothing; exit 0 either way
-    make_front.py run-name --backend=B --method=M --constrain=C --on-invalid=P
+    make_front.py run-name --backend=B --method=M --constrain=C --on-invalid=P [--trials=K]
 """
 
 from __future__ import annotations
@@ -78,15 +78,18 @@ def unknown_variables_message(given: Iterable[str], known: Iterable[str]) -> str
 
 # ---- run-name: make eval's run folder says every setting that is not upstream's ----------------------------------
 
-def run_name(backend: str, method: str, constrain: str = "", on_invalid: str = "") -> str:
+def run_name(backend: str, method: str, constrain: str = "", on_invalid: str = "", trials: str = "") -> str:
     """eval-BACKEND-METHOD (its "@" dropped), then -constrain-C unless C is empty or off, then the on-invalid
-    policy with ":" as "-" unless it is empty or observe: e.g. eval-hf-CoT1-constrain-schema-reask-2."""
-    constrain, on_invalid = constrain.strip(), on_invalid.strip()
+    policy with ":" as "-" unless it is empty or observe, then -trialsK unless K is empty or 1 (a set of trials is
+    a folder of its own kind): e.g. eval-hf-CoT1-constrain-schema-reask-2, eval-openai-chat-CoT1-trials5."""
+    constrain, on_invalid, trials = constrain.strip(), on_invalid.strip(), trials.strip()
     name = f"eval-{backend.strip()}-{method.strip().replace('@', '')}"
     if constrain and constrain != "off":
         name += f"-constrain-{constrain}"
     if on_invalid and on_invalid != "observe":
         name += "-" + on_invalid.replace(":", "-")
+    if trials and trials != "1":
+        name += f"-trials{trials}"
     return name
 
 
@@ -131,14 +134,15 @@ def main(argv: list[str] | None = None) -> int:
                                 usage="make_front.py check-vars MAKEFILE... -- NAME...")
     check.add_argument("makefiles", nargs="+", type=Path)
     name = commands.add_parser("run-name", help="make eval's run folder name")
-    for flag in ("--backend", "--method", "--constrain", "--on-invalid"):
+    for flag in ("--backend", "--method", "--constrain", "--on-invalid", "--trials"):
         name.add_argument(flag, default="")
     argv = sys.argv[1:] if argv is None else argv
     # check-vars: the makefiles, then after "--" the command line's variables (argparse would give both to one)
     given = argv[argv.index("--") + 1:] if "--" in argv else []
     arguments = parser.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
     if arguments.command == "run-name":
-        print(run_name(arguments.backend, arguments.method, arguments.constrain, arguments.on_invalid))
+        print(run_name(arguments.backend, arguments.method, arguments.constrain, arguments.on_invalid,
+                       arguments.trials))
         return 0
     texts = [path.read_text(encoding="utf-8") for path in arguments.makefiles]
     if arguments.command == "check-vars":

@@ -114,3 +114,5 @@ SEED = bounded(int, ge=0, le=2**32 - 1)
 PORT = bounded(int, ge=0, le=65535)  # 0: a free one
 NOT_NEGATIVE = bounded(int, ge=0)
 TEMPERATURE = bounded(float, ge=0)
+FRACTION = bounded(float, ge=0, le=1)  # a probability or share, e.g. an assumed pass rate
+CORRELATION = bounded(float, ge=-1, le=1)

@@ -30,6 +30,10 @@ Count = Annotated[int, Field(ge=1)]  # a whole number of at least 1
 Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 Seed = Annotated[int, Field(ge=0, le=2**32 - 1)]  # what every RNG takes (numpy's too)
 QueryId = Annotated[int, Field(ge=0)]
+# a set of trials (tba run --trials K) runs every query K times: K x the queries' model calls, paid requests included.
+# 100 bounds a typo, not a need: past a few dozen trials the interval no longer narrows much (down to the queries'
+# own spread, which only more queries shrink), and 100 trials of the 765 queries are already 76,500 runs of the agent
+MAX_TRIALS = 100
 
 
 @dataclass
@@ -84,6 +88,12 @@ class RunConfig:
     agent_timeout: Seconds = 600.0  # seconds an outside agent may take on one query
 
     AGENT_BACKEND = "agent"  # the backend name of a run with --agent (runners/models/outside_agent.py)
+    # every query this many times as independent trials (runners/execution/trials.py): trial i in NAME/trial-i/ with
+    # seed + i, the seed sent to endpoints that take one; 1: an ordinary run folder, as before
+    trials: Annotated[int, Field(ge=1, le=MAX_TRIALS)] = 1
+    # set by a set of trials on each of its trial folders' runs (not a user setting): this run is trial i, so its
+    # model requests carry its seed
+    trial: Annotated[int, Field(ge=0, le=MAX_TRIALS - 1)] | None = None
 
     def __post_init__(self) -> None:
         # one URL stays a plain string (as flags and config files always gave it); several stay a list
@@ -125,6 +135,9 @@ class RunConfig:
         self.shard_parts()
         reask_limit(self.on_invalid)
         self.check_agent()
+        if self.trial is not None and self.trials != 1:
+            raise InputError(f"a trial folder's run is one trial (trial {self.trial}), not a set of {self.trials}",
+                             field="trial", fix="leave trial out: tba run --trials K sets it for each trial folder")
         if isinstance(self.server, list) and "embedded" in self.server:
             raise InputError("'embedded' cannot be one of several tool servers", field="server",
                              fix="pass either --server embedded or one --server URL per running server")
@@ -163,9 +176,9 @@ class RunConfig:
     # what must match for two runs (or shards) to be the same run
     DEFINING = ("method", "max_step", "max_query_count", "backend", "model", "dialect", "dialect_options",
                 "parser", "flavour", "compat", "compat_flags", "simulator", "max_observation_length", "max_tokens",
-                "temperature", "seed", "constrain", "on_invalid", "agent")
+                "temperature", "seed", "constrain", "on_invalid", "agent", "trial")
     # what a manifest written before a defining setting existed ran with
-    DEFINING_BEFORE = {"compat_flags": {}, "constrain": "off", "on_invalid": "observe", "agent": None}
+    DEFINING_BEFORE = {"compat_flags": {}, "constrain": "off", "on_invalid": "observe", "agent": None, "trial": None}
 
     def defining(self) -> dict:
         return {key: getattr(self, key) for key in self.DEFINING}
@@ -184,7 +197,7 @@ EXAMPLES: dict[str, Any] = {
     "dialect_options": {"history": "thought"}, "parser": "react-find", "compat_flags": {"dfs_no_give_up_answer": True},
     "cache_dir": "results/cache/tools", "server_rate": 8, "shard": "1/4", "ray_address": "auto",
     "temperature": 0, "stop_after_infra_failures": 10, "on_invalid": "reask:2",
-    "agent": "python examples/agents/mcp_chat_agent.py", "agent_timeout": 600,
+    "agent": "python examples/agents/mcp_chat_agent.py", "agent_timeout": 600, "trials": 5,
 }
 # (the method's forms come from the search-method registry when a message needs them: known_forms)
 EXPECTED = {"compat_flags": "a mapping of compat flag names to true or false", "shard": "i/n with 1 <= i <= n",
@@ -204,6 +217,10 @@ def settings_problems(settings: dict[str, Any], in_file: bool) -> list[Problem]:
                                   expected=expected, in_file=in_file)
             if problem is not None:
                 problems.append(problem)
+    if in_file and "trial" in settings and not any(p.field == "trial" for p in problems):
+        # the trial folders' own setting (runners/execution/trials.py): a file that sets it is a mistake
+        problems.append(Problem("trial", "trial is set by tba run --trials on each trial folder's run, not by a file",
+                                "leave trial out; write trials: K to run every query K times"))
     if problems:
         return problems
     try:  # the types are right: what they cannot say, on a config built from these settings

@@ -25,7 +25,7 @@ _RANGE_ERRORS = ("greater_than_equal", "greater_than", "less_than_equal", "less_
                  "string_too_short")
 # flags whose spelling is not --{name with dashes}, and settings that have no flag
 _FLAG_NAMES = {"backend_options": "--backend-option", "dialect_options": "--dialect-option"}
-NO_FLAG = {"compat_flags"}
+NO_FLAG = {"compat_flags", "trial"}
 
 
 class Problem(typing.NamedTuple):

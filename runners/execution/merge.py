@@ -253,3 +253,44 @@ def _defining(manifest: dict) -> dict:
     # the model that ran (adopted from the endpoint when --model was not given): shards of two models differ
     defining["model"] = manifest.get("model") or defining["model"]
     return defining
+
+
+def merge_sets(sources: list[str | Path], out: str | Path, *, allow_partial: bool = False) -> dict:
+    """Join the shards of a set of trials (``tba run --trials K --shard i/n`` on several machines): trial by trial,
+    each with merge_runs' checks, into a staging set renamed into place at the end (a refusal in any trial leaves
+    nothing at --out); the merged set's record (trials.json) names its shards. Every shard must be a set of the same
+    number of trials (exit 2 otherwise)."""
+    from toolbench_adapter.runs.trial_set import TRIALS, is_trial_set, read_trials, trial_dir
+
+    from .trials import set_totals
+
+    sources, out = [Path(s) for s in sources], Path(out)
+    if not all(is_trial_set(s) for s in sources):
+        plain = next(s for s in sources if not is_trial_set(s))
+        raise InputError("this folder is not a set of trials, the others are: a set merges only with sets",
+                         path=plain, fix="merge the shards of one tba run --trials K (each a folder with trials.json)")
+    records = [read_trials(s) for s in sources]
+    counts = {r["trials"] for r in records}
+    if len(counts) > 1:
+        raise InputError(f"the shards hold different numbers of trials ({', '.join(map(str, sorted(counts)))})",
+                         path=sources[0], field="trials", fix="run every shard with the same --trials, then merge")
+    _check_out(out)
+    check_writable(out.parent)
+    staging = Path(tempfile.mkdtemp(dir=out.parent, prefix=_staging_head(out) + f"{os.getpid()}@{_HOST}-"))
+    try:
+        merged = [merge_runs([trial_dir(s, i) for s in sources], trial_dir(staging, i), allow_partial=allow_partial)
+                  for i in range(records[0]["trials"])]
+        record = {**records[0], "name": out.name, "merged_from": [str(s) for s in sources],
+                  "sessions": [s for r in records for s in r.get("sessions", [])]}
+        record["config"] = {**record["config"], "shard": None, "name": out.name}
+        record["totals"] = set_totals(staging, record["trials"])
+        write_json_atomic(staging / TRIALS, record, fsync=True)
+        os.chmod(staging, 0o777 & ~current_umask())
+        if out.exists():
+            out.rmdir()
+        os.rename(staging, out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return {"trials": record["trials"], **{k: v for k, v in record["totals"].items() if k != "trials"},
+            "per_trial": merged}

@@ -84,7 +84,8 @@ class QueryRunner:
         if setup.outside is not None:  # an outside agent makes the calls (runners/outside/drive.py)
             return setup.outside.run_query(setup, toolset, ctx, client, roots, stopping=self.stopping)
         agent = Agent(backend=setup.backend, dialect=setup.dialect, parse=setup.parse, max_tokens=self.cfg.max_tokens,
-                      temperature=self.cfg.temperature, on_call=on_call, structured=setup.structured)
+                      temperature=self.cfg.temperature, on_call=on_call, structured=setup.structured,
+                      send_seed=self.cfg.trial is not None)
 
         def new_root() -> Node:
             env = ToolEnv(toolset, client, setup.compat, max_observation_length=self.cfg.max_observation_length)
@@ -104,6 +105,10 @@ class QueryRunner:
                  "total_tokens": budget.total_tokens if budget else 0,
                  "model_seconds": round(budget.model_seconds, 4) if budget else 0.0,
                  "env_seconds": round(budget.env_seconds, 4) if budget else 0.0,
+                 # cost and latency (issue 42): each call's usage and seconds (runs/cost.py: per query, p50 / p95)
+                 "prompt_tokens": budget.prompt_tokens if budget else 0,
+                 "completion_tokens": budget.completion_tokens if budget else 0,
+                 "model_latencies_s": list(budget.latencies) if budget else [],
                  "wall_seconds": round(wall_s, 4), **flags,
                  # model requests the endpoint refused as longer than the model's context (the model's limit)
                  "context_length": ctx.context_length if ctx else 0,

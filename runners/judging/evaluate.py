@@ -41,6 +41,7 @@ from toolbench_adapter.files.fileio import write_json_atomic, write_text_atomic
 from toolbench_adapter.outcomes import INFRA_FAILURE
 from toolbench_adapter.queryset.queries import GROUPS, QuerySet, is_group_name
 from toolbench_adapter.report import tables, taxonomy
+from toolbench_adapter.runs.cost import run_cost
 from toolbench_adapter.runs.folder import (
     ERRORS,
     MANIFEST,
@@ -111,7 +112,7 @@ def evaluate_run(run_dir: str | Path, client, *, evaluator: str | None = None, e
                  model_label: str | None = None, progress: bool = True, max_tokens: int | None = None,
                  score_anyway: bool = False, executor=None, preflight: bool = False, judge_self: bool = False,
                  checked: tuple[list[str], list[str]] | None = None, command: str | None = None,
-                 judge_constrain: bool = False) -> Evaluation:
+                 judge_constrain: bool = False, prices=None) -> Evaluation:
     """``executor``: what judges the uncached answers (passrate.JudgeExecutor; None: ``concurrency`` threads).
     Refuses (InputError) a run with infrastructure failures or interrupted, unless ``score_anyway``, and a judge
     that is the run's own model unless ``judge_self``. Judgement failures are counted in the result
@@ -166,7 +167,8 @@ def evaluate_run(run_dir: str | Path, client, *, evaluator: str | None = None, e
                 for board in tables.build_leaderboards(result.rows, scored_anyway=marked,
                                                        counts={model: run_counts(run_dir)},
                                                        comparability={model: line(comparable, reasons)},
-                                                       judge_cards={model: card}):
+                                                       judge_cards={model: card},
+                                                       costs={model: run_cost(run_dir, prices)}):
                     result.boards.append(board)
                     result.written.extend(tables.write_leaderboard(board, writer.tables_dir))
                     parts.append(tables.to_markdown(board))

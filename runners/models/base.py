@@ -30,6 +30,9 @@ class ModelRequest:
     stop: list[str] = field(default_factory=list)
     max_tokens: int = 1024
     temperature: float = 0.0
+    # a trial's seed (tba run --trials: trial i sends seed + i), for endpoints that take one; None: none sent (a run
+    # without trials sends the requests it always sent)
+    seed: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # backend-specific extras (e.g. truncate_prompt_tokens)
     # replay backend: which recorded turn to return (group, query id, position in the trajectory)
     key: dict[str, Any] = field(default_factory=dict)
@@ -82,6 +85,14 @@ def natural_dialect(backend: object) -> str | None:
     if callable(value):
         value = value()
     return value or None
+
+
+def takes_seed(backend: object) -> bool:
+    """Whether a backend's completions can differ with the request's seed (``takes_seed``: the OpenAI backends send
+    it; the scripted agent with an answer rate draws from it). One that does not, and decodes greedily or is a
+    script, answers every trial alike: its trials measure the judge only."""
+    value = getattr(backend, "takes_seed", False)
+    return bool(value() if callable(value) else value)
 
 
 class Backend(Protocol):

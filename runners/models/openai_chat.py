@@ -80,6 +80,7 @@ def read_message(data: dict, url: str) -> dict:
 
 
 class OpenAIChatBackend:
+    takes_seed = True  # a trial's seed goes out as the request's "seed" (OpenAI, vLLM and SGLang read it)
     name = "openai-chat"
     accepts_messages = True
     accepts_prompt = False  # a text prompt goes to openai-completions (toolllama over chat: template=chat)
@@ -141,6 +142,8 @@ class OpenAIChatBackend:
         }
         if self.send_temperature:
             body["temperature"] = request.temperature
+        if request.seed is not None:  # a trial's seed (tba run --trials); none otherwise, as upstream sends none
+            body["seed"] = request.seed
         if request.stop:
             body["stop"] = list(request.stop)
         if self.response_format is not None:

@@ -47,6 +47,7 @@ def forced_give_up(text: str) -> tuple[str, list[dict]]:
 
 
 class OpenAICompletionsBackend:
+    takes_seed = True  # a trial's seed goes out as the request's "seed" (OpenAI, vLLM and SGLang read it)
     name = "openai-completions"
     accepts_messages = False
     supports_tools = False
@@ -104,6 +105,8 @@ class OpenAICompletionsBackend:
             "stop": merge_stops(self.stop, request.stop),
             "echo": False,
         }
+        if request.seed is not None:  # a trial's seed (tba run --trials); none otherwise, as upstream sends none
+            body["seed"] = request.seed
         truncate = request.extra.get("truncate_prompt_tokens", self.truncate_prompt_tokens)
         if truncate is not None:
             body["truncate_prompt_tokens"] = truncate  # vLLM reads it from the body (upstream: extra_body)

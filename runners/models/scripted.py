@@ -6,10 +6,16 @@ function with its example values, then Finish with an answer, as native tool cal
 native tools (its natural dialect, openai-tools) and as ToolLLaMA text (Thought / Action / Action Input) when it
 carries a text prompt: its ``text_dialect`` is toolllama, so a run that names a text parser (react-find, ...) and
 no dialect gets toolllama (preflight.fit_dialect). A script brings its own (``natural_dialect=...``, default: none declared).
+
+``answer_rate=p`` (``--backend-option answer_rate=0.5``) makes it an agent of known skill, for trials and their
+statistics (issue 42): each (query, seed) it answers (Finish give_answer) with probability p and gives up otherwise
+(Finish give_up_and_restart, which a judge never finds Solved), the draw a hash of the request's seed and the query,
+so a rerun draws the same and trial i (seed + i) draws anew. Without it the agent answers every query, every time.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 import time
@@ -42,6 +48,31 @@ def default_script(request: ModelRequest) -> Completion:
         return Completion(text=react_text(scripted_call(functions_in_prompt(request), turn)))
     return Completion(text=None, tool_calls=[scripted_call(request.tools, turn)])
 
+
+GIVE_UP = json.dumps({"return_type": "give_up_and_restart"})
+
+
+def draw(request: ModelRequest) -> float:
+    """A uniform number in [0, 1) from the request's seed and query: the same for every turn of one trial."""
+    key = f"{request.seed}:{request.key.get('group')}:{request.key.get('query_id')}"
+    return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") / 2**64
+
+
+def rated_script(answer_rate: float) -> Callable[[ModelRequest], Completion]:
+    """The default agent, but its Finish gives up unless this (query, seed)'s draw is below ``answer_rate``."""
+    def script(request: ModelRequest) -> Completion:
+        completion = default_script(request)
+        if draw(request) < answer_rate:
+            return completion
+        calls = [scripted_call(request.tools if request.tools is not None else functions_in_prompt(request),
+                               len(request.key.get("path", [])))]
+        if calls[0]["function"]["name"] == "Finish":
+            calls[0]["function"]["arguments"] = GIVE_UP
+        if request.tools is None:
+            return Completion(text=react_text(calls[0]))
+        return Completion(text=None, tool_calls=calls)
+
+    return script
 
 
 
@@ -79,10 +110,17 @@ class ScriptedBackend:
     def __init__(self, script: Callable[[ModelRequest], Completion | str] | None = None, *, delay_s: float = 0.0,
                  model: str = "scripted", natural_dialect: str | None = None,
                  base_url: str | list[str] | None = None,  # accepted so every backend takes the same keywords; not used
-                 api_key: str | None = None, **unknown: object):
+                 api_key: str | None = None, answer_rate: float | str | None = None, **unknown: object):
         # its known options, as the other backends: --backend-option retries=lots is exit 2, not recorded and ignored
         reject_unknown_options(type(self), unknown)
-        self.script = script or default_script
+        self.answer_rate = backend_option("answer_rate", answer_rate)
+        if self.answer_rate is not None and not 0 <= self.answer_rate <= 1:
+            raise OptionError(f"answer_rate={self.answer_rate} is not a probability", setting="backend_options",
+                              key="answer_rate", example=0.5)
+        if self.answer_rate is not None and script is not None:
+            raise OptionError("answer_rate is the default agent's: a script decides its own answers",
+                              setting="backend_options", key="answer_rate", example=0.5)
+        self.script = script or (rated_script(self.answer_rate) if self.answer_rate is not None else default_script)
         if script is not None:
             self.natural_dialect = natural_dialect
             self.text_dialect = None
@@ -93,6 +131,11 @@ class ScriptedBackend:
         self.model_name = model
         self.requests: list[ModelRequest] = []
         self._lock = threading.Lock()
+
+    @property
+    def takes_seed(self) -> bool:
+        """With an answer rate its answers are draws from the request's seed: trials differ."""
+        return self.answer_rate is not None
 
     def preflight(self) -> None:
         return None

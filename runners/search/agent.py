@@ -49,6 +49,9 @@ class Budget:
     env_seconds: float = 0.0
     # the search's model-call cap (DFSDT's max_query_count; None: CoT has none): re-asks stop at it too
     call_cap: int | None = None
+    prompt_tokens: int = 0  # what each call's usage said (issue 42: cost per query, latency percentiles)
+    completion_tokens: int = 0
+    latencies: list[float] = field(default_factory=list)  # seconds per model call, in order
 
 
 @dataclass
@@ -98,12 +101,15 @@ class Agent:
     on_call: Callable[[], None] | None = None  # progress hook, called once per model call
     # --constrain / --on-invalid (search/structured.py): constrained requests and re-asks; None: as upstream
     structured: Any = None
+    # a trial's run (tba run --trials) sends its seed with every request; an ordinary run sends none
+    send_seed: bool = False
 
     def request_for(self, node: Node, ctx: QueryContext, messages: list[dict]) -> ModelRequest:
         rendered = self.dialect.render(messages, ctx.toolset)
         return ModelRequest(
             prompt=rendered.prompt, messages=rendered.messages, tools=rendered.tools, stop=rendered.stop,
             max_tokens=self.max_tokens, temperature=self.temperature,
+            seed=ctx.seed if self.send_seed else None,
             extra={"prefill": rendered.prefill,
                    **(self.structured.request_extra(ctx.toolset, rendered) if self.structured else {})},
             key={"group": ctx.group, "query_id": ctx.toolset.query.query_id, "method": ctx.method,
@@ -125,7 +131,10 @@ class Agent:
         ctx.calls.sent(request, completion)
         ctx.budget.query_count += 1
         ctx.budget.total_tokens += completion.total_tokens
+        ctx.budget.prompt_tokens += completion.prompt_tokens
+        ctx.budget.completion_tokens += completion.completion_tokens
         ctx.budget.model_seconds += completion.latency_s
+        ctx.budget.latencies.append(round(completion.latency_s, 4))
         if self.on_call:
             self.on_call()
         return completion

@@ -26,12 +26,15 @@ from tqdm import tqdm
 
 from toolbench_adapter.errors import InputError
 from toolbench_adapter.report.sweep_record import DONE, FAILED, PENDING, RUNNING
+from toolbench_adapter.runs.trial_set import is_trial_set, read_trials
 
 from ..config import RunConfig
 from ..execution.fanout import CountingBackend
 from ..execution.preflight import make_backend
 from ..execution.runner import Runner
+from ..execution.trials import TrialSet
 from ..judging.evaluate import evaluate_run
+from ..judging.evaluate_trials import evaluate_trials
 from ..models.memo import MemoBackend
 from .spec import Cell
 from .state import SweepState
@@ -55,7 +58,8 @@ class CellPlan:
     judges: list[JudgePlan]
     redo: str  # the command that redoes this cell alone
     share_key: str | None = None  # cells with the same key ask the model through one memo
-    queries: int = 0  # the queries it selects (read while planning)
+    queries: int = 0  # the query runs it makes (its selected queries x its trials; read while planning)
+    query_keys: frozenset = frozenset()  # (group, query id) of its selected queries: what two cells share
 
 
 DEFAULT_MAX_CELLS = 64  # cells at once unless told: each holds threads (its queries in flight) and a tool server
@@ -77,10 +81,11 @@ class CellResult:
 
 class SweepScheduler:
     def __init__(self, plans: list[CellPlan], state: SweepState, *, judge_cache: str, max_cells: int | None = None,
-                 progress: bool = True, say: Callable[[str], None] = print):
+                 progress: bool = True, say: Callable[[str], None] = print, prices=None):
         self.plans = plans
         self.state = state
         self.judge_cache = judge_cache
+        self.prices = prices  # runs/cost.Prices: each cell's cost in money in its leaderboard CSV (else tokens only)
         self.max_cells = max_cells or max(1, min(len(plans), DEFAULT_MAX_CELLS))
         self.progress = progress
         self.say = say
@@ -96,9 +101,12 @@ class SweepScheduler:
 
     # -- what a cell needs ----------------------------------------------------------------------------------
     def done_before(self, plan: CellPlan) -> bool:
-        """Recorded done, and its run and every judge's evaluation still on disk."""
+        """Recorded done, and its run (a set of trials: its record and all its trials) and every judge's evaluation
+        still on disk."""
         record = self.state.cell(plan.cell.name)
-        if record.get("state") != DONE or not (plan.cfg.run_dir / "manifest.json").is_file():
+        written = (is_trial_set(plan.cfg.run_dir) and read_trials(plan.cfg.run_dir)["trials"] == plan.cfg.trials
+                   if plan.cfg.trials > 1 else (plan.cfg.run_dir / "manifest.json").is_file())
+        if record.get("state") != DONE or not written:
             return False
         evaluations = record.get("evaluations") or {}
         return all(evaluations.get(j.label) and (plan.cfg.run_dir / "eval" / evaluations[j.label]).is_dir()
@@ -150,7 +158,10 @@ class SweepScheduler:
         return result
 
     def _run_and_judge(self, plan: CellPlan) -> str:
-        runner = Runner(plan.cfg, backend=self.backend_for(plan), progress=False, command=plan.redo)
+        if plan.cfg.trials > 1:  # a set of trials (runners/execution/trials.py): the same driving, K trials
+            runner = TrialSet(plan.cfg, backend=self.backend_for(plan), progress=False, command=plan.redo)
+        else:
+            runner = Runner(plan.cfg, backend=self.backend_for(plan), progress=False, command=plan.redo)
         runner.on_query_end = lambda ended: self._advance(ended if isinstance(ended, int) else 1)
         with self._lock:
             self._runners.append(runner)
@@ -176,16 +187,19 @@ class SweepScheduler:
         for judge in plan.judges:
             if self.stopping:
                 raise CellFailed("interrupted")
+            evaluate = evaluate_trials if plan.cfg.trials > 1 else evaluate_run
             with self._judging[judge.label]:
-                result = evaluate_run(plan.cfg.run_dir, judge.build_client(), cache_path=self.judge_cache,
-                                      progress=False, preflight=True, command=plan.redo, **judge.options)
+                result = evaluate(plan.cfg.run_dir, judge.build_client(), cache_path=self.judge_cache,
+                                  progress=False, preflight=True, command=plan.redo, prices=self.prices,
+                                  **judge.options)
             if result.judge_failures:
                 raise CellFailed(f"judge {judge.label}: {result.judge_failures} of {result.judgements} judgements "
                                  "gave no verdict (the judge endpoint after its retries, or no usable verdict)")
             evaluations[judge.label] = result.evaluation_id
             self.state.update(plan.cell.name, evaluations=dict(evaluations))
             judged.append(f"{judge.label}: {result.evaluation_id}")
-        return (f"done         {plan.cell.name}: {totals['queries']} queries, {totals.get('model_calls', 0)} model "
+        trials = f" ({plan.cfg.trials} trials)" if plan.cfg.trials > 1 else ""
+        return (f"done         {plan.cell.name}: {totals['queries']} queries{trials}, {totals.get('model_calls', 0)} model "
                 f"calls; " + (f"judged by {'; '.join(judged)}" if judged else "not judged (the spec's judges: [])"))
 
     # -- all cells -------------------------------------------------------------------------------------------

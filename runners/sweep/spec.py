@@ -9,6 +9,7 @@ axes:                                                            # the cross pro
 judges: [{backend: openai, url: "http://127.0.0.1:8000/v1", model: judge-x, api_key: x, evaluate_times: 1}]
 baseline: {method: "CoT@1", parser: react-find}
 endpoints: {"http://127.0.0.1:8001/v1": {max_in_flight: 4, rate_per_s: 20}}
+trials: 3                                                        # optional: every cell a set of 3 trials
 ```
 
 Everything is checked here, before any cell runs: an error names the spec file, the key (``axes.method[1]``)
@@ -31,7 +32,7 @@ from toolbench_adapter.registry import UnknownNameError
 
 from ..config.run_config import load_yaml, settings_problems
 
-TOP_KEYS = ("name", "base", "axes", "judges", "baseline", "endpoints", "judge_cache")
+TOP_KEYS = ("name", "base", "axes", "judges", "baseline", "endpoints", "judge_cache", "trials")
 # a judge's keys and the tba evaluate flag each stands for (the CLI parses them with tba evaluate's own parser)
 JUDGE_KEYS = {"backend": "--judge-backend", "model": "--judge-model", "url": "--judge-url",
               "api_key": "--judge-api-key", "self": "--judge-self", "mode": "--judge-mode",
@@ -85,6 +86,7 @@ class Spec:
     baseline: dict[str, str] | None = None
     endpoints: dict[str, dict[str, Any]] = field(default_factory=dict)
     judge_cache: str = "results/cache/judge.jsonl"
+    trials: int = 1  # every cell a set of this many trials (tba run --trials); 1: ordinary run folders
     raw: dict[str, Any] = field(default_factory=dict)  # as read (plus overrides): what sweep.json records
     _cells: list[Cell] | None = field(default=None, init=False, repr=False)  # built once: config files read once
 
@@ -134,10 +136,12 @@ def cell_name(labels) -> str:
 
 
 def load_spec(path: str | Path, *, name: str | None = None, base_overrides: dict | None = None,
-              judges_override: list[dict] | None = None, axes_override: dict[str, list] | None = None) -> Spec:
+              judges_override: list[dict] | None = None, axes_override: dict[str, list] | None = None,
+              trials: int | None = None) -> Spec:
     """The spec at ``path``, every key checked. ``base_overrides``: run settings given on the command line (they
     replace base's); ``judges_override``: one judge given by flags replaces the spec's judges; ``axes_override``:
-    an axis's values given on the command line (--axis parser=a,b) replace the spec's."""
+    an axis's values given on the command line (--axis parser=a,b) replace the spec's; ``trials``: --trials (it
+    replaces the spec's trials:)."""
     path = Path(path)
     data = read_yaml(path, "sweep spec", fix="see docs/sweeps.md for the spec's shape and an example")
     if not isinstance(data, dict):
@@ -158,6 +162,8 @@ def load_spec(path: str | Path, *, name: str | None = None, base_overrides: dict
         raw["judges"] = judges_override
     if name is not None:
         raw["name"] = name
+    if trials is not None:
+        raw["trials"] = trials
     for axis_name, values in (axes_override or {}).items():
         if axis_name not in (raw.get("axes") or {}):
             raise InputError(f"--axis {axis_name}: the spec has no such axis", path=path, field="axes",
@@ -175,10 +181,21 @@ def load_spec(path: str | Path, *, name: str | None = None, base_overrides: dict
     spec = Spec(path=path, name=sweep_name, base=base, axes=axes, judges=judges,
                 baseline=read_baseline(raw.get("baseline"), axes, path),
                 endpoints=read_endpoints(raw.get("endpoints"), path),
-                judge_cache=str(raw.get("judge_cache") or "results/cache/judge.jsonl"), raw=raw)
+                judge_cache=str(raw.get("judge_cache") or "results/cache/judge.jsonl"),
+                trials=read_trials_key(raw.get("trials", 1), path), raw=raw)
     for cell in spec.cells():  # each cell's whole settings, checked as a run's
         check_settings(cell.settings, path, f"cell {cell.name}")
     return spec
+
+
+def read_trials_key(value: Any, path: Path) -> int:
+    """trials: K, a whole number in tba run --trials' range."""
+    from ..config.run_config import MAX_TRIALS
+
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_TRIALS:
+        raise InputError(f"trials must be a whole number from 1 to {MAX_TRIALS}, got {value!r}", path=path,
+                         field="trials", fix="write trials: 3 (every cell a set of 3 trials; 1: none)")
+    return value
 
 
 def mapping(value: Any, path: Path, key: str) -> dict:
@@ -192,6 +209,10 @@ def check_settings(settings: dict, path: Path, key: str, scalar: bool = False) -
     """Run settings as tba run's --config file takes them (config: FILE read too), or InputError naming the key
     (``scalar``: one axis value, named by its place alone: axes.method[1])."""
     own = {k: v for k, v in settings.items() if k != "config"}
+    if "trials" in own:  # one count for every cell: the comparisons pair cells with the same trials
+        raise InputError("trials is the sweep's, not a cell's setting", path=path,
+                         field=key if scalar else f"{key}.trials",
+                         fix="write trials: K at the top of the spec (every cell gets K trials), or pass --trials K")
     problems = settings_problems(own, in_file=True)
     if problems:
         problem = problems[0]

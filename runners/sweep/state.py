@@ -51,7 +51,7 @@ class SweepState:
         old_cells = {c["name"]: c for c in (previous or {}).get("cells", [])}
         record = {"format": FORMAT, "name": spec.name, "spec_file": str(spec.path.resolve()), "spec": spec.raw,
                   "spec_sha256": spec.digest(), "axes": [axis.name for axis in spec.axes],
-                  "baseline": spec.baseline_cell(),
+                  "baseline": spec.baseline_cell(), "trials": spec.trials,
                   "judges": [{"label": j.label, "settings": redact(j.settings)} for j in spec.judges],
                   "cells": [{"name": c.name, "axes": c.axes, "run_dir": c.name, "state": PENDING, "reason": None,
                              "redo": None, "evaluations": {}, "seconds": None, **old_cells.get(c.name, {})}

@@ -38,8 +38,20 @@ def headline(run: RunData) -> dict:
         "judgeCard": run.judge_card(),  # its judge's audit (evaluation/audit/cards.py), beside the comparability line
         # the words the cards use, defined once (evaluation/scoring/counts.py): "answered" is a give_answer on every card
         "words": {word: DEFINITIONS[word] for word in ("valid", "answered", "win", "by rule", "by the judge")},
+        # issue 42: what the run cost and how fast its model answered; a set of trials: its figures over trials
+        "cost": run.cost.text() if run.cost is not None else None,
+        "trials": run.trial_set.headline() if run.trial_set is not None else None,
     }
     per_group = Counter(q.group for q in run.queries)
+    if run.trial_set is not None:  # a set of trials: its SoPR over trials [95% CI] on the cards (run_trials.py)
+        for mode, figures in run.trial_set.figures.items():
+            overall = figures.average
+            if overall is not None:
+                out["sopr"][mode] = {"text": overall.text(), "mean": overall.sopr, "std": None,
+                                     "n": overall.queries, "N": len(run.queries),
+                                     "missing": sum(figures.missing.values()), "groups": overall.groups,
+                                     "mark": "", "markWhy": ""}
+        return out
     for mode in (UPSTREAM, STRICT):
         scores = {row.group: row.score for row in run.score_rows
                   if row.score.metric == PASS_RATE and row.score.mode == mode}  # a later file wins, as in tables

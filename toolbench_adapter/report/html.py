@@ -106,6 +106,8 @@ def _run_payload(index: int, run: RunData, details: list[str]) -> dict:
                  "fa": final_answer_text(query.final_answer), "ft": query.finish_type, "o": query.outcome}
         if query.failure_kind:
             entry["fk"], entry["fd"] = query.failure_kind, query.failure_detail
+        if run.trial_set is not None:  # a set of trials: "Solved in 2 of 3 trials" (run_trials.py)
+            entry["tr"] = run.trial_set.solved_text(query.group, query.query_id) or "not judged"
         for key, name in (("ms", "model_seconds"), ("es", "env_seconds")):
             if stats.get(name) is not None:
                 entry[key] = stats[name]

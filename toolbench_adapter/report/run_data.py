@@ -20,7 +20,9 @@ from toolbench_adapter.evaluation.audit.cards import citation
 from toolbench_adapter.evaluation.scoring.counts import LabelCounts, count_by_group, count_labels, is_answered
 from toolbench_adapter.evaluation.scoring.results import ScoreRow, is_score_file, read_score_file, rows_from_labels
 from toolbench_adapter.queryset.queries import GROUPS, is_group_name
+from toolbench_adapter.runs.cost import Cost, run_cost, runs_cost
 from toolbench_adapter.runs.folder import FAILED_DIR, MANIFEST, QUERY_STATS, STEPS
+from toolbench_adapter.runs.trial_set import is_trial_set, trial_dirs
 
 from ..answers.read import iter_answer_files, load_answer, split_file_name
 from ..errors import RUN_FOLDER_FIX, InputError
@@ -96,6 +98,8 @@ class RunData:
     notes: list[str] = field(default_factory=list)
     evaluation: EvaluationRecord | None = None  # the evaluation shown (evaluations.py)
     evaluations: list[EvaluationRecord] = field(default_factory=list)  # every evaluation of the run
+    trial_set: object | None = None  # a set of trials (run_trials.SetView): its figures over every trial
+    cost: Cost | None = None  # calls, tokens, latency (runs/cost.py; a set: over every trial)
 
     @property
     def evaluated(self) -> bool:
@@ -107,6 +111,8 @@ class RunData:
         return [g for g in GROUPS if g in present] + sorted(present - set(GROUPS))
 
     def boards(self) -> list[tables.Leaderboard]:
+        if self.trial_set is not None:  # a set of trials: the set's leaderboards, SoPR over trials
+            return self.trial_set.boards(self.comparability(), self.judge_card())
         # every row of a run's page is this run's: its counts tell the footnotes how many queries were answered
         counts = count_by_group(q.count_record() for q in self.queries)
         line, card = self.comparability(), self.judge_card()
@@ -159,10 +165,24 @@ def group_dirs(run_dir: Path) -> list[Path]:
 
 def load_run(run_dir: str | Path, parser: str | None = None, name: str | None = None,
              judge_id: str | None = None) -> RunData:
-    """``judge_id``: the evaluation to show (default: the latest complete one; evaluations.py)."""
+    """``judge_id``: the evaluation to show (default: the latest complete one; evaluations.py). A set of trials
+    (tba run --trials): its trial 0's page, with the set's figures over every trial (run_trials.py)."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise InputError("run folder not found", path=run_dir, fix=RUN_FOLDER_FIX)
+    if is_trial_set(run_dir):
+        from .run_trials import load_set
+
+        view, first, trial_id = load_set(run_dir, judge_id)
+        run = load_run(first, parser=parser, name=name or view.name, judge_id=trial_id)
+        run.path, run.trial_set = run_dir, view
+        run.cost = runs_cost(trial_dirs(run_dir))
+        run.notes.insert(0, f"a set of {view.trials} trials: the queries below are trial-0's answers and "
+                         f"trajectories (tba report {run_dir}/trial-i shows another trial); each query says in how "
+                         "many trials it was Solved, the first screen and the leaderboards are over every trial")
+        if view.evaluation is None:
+            run.notes.append(f"the set is not evaluated: tba evaluate {run_dir} judges every trial")
+        return run
     notes: list[str] = []
     manifest = _read_json_or_none(run_dir / MANIFEST)
     if manifest is None:
@@ -228,6 +248,7 @@ def load_run(run_dir: str | Path, parser: str | None = None, name: str | None = 
     run = RunData(path=run_dir, name=name or (manifest or {}).get("name") or run_dir.name, manifest=manifest,
                   parser=parser, queries=queries, notes=notes)
     _read_evaluation(run, run_dir, judge_id)
+    run.cost = run_cost(run_dir) if manifest is not None else None
     return run
 
 

@@ -21,6 +21,7 @@ import toolbench_adapter
 from ..errors import InputError
 from ..evaluation.comparability import COMPARABLE
 from ..evaluation.storage import write_text_atomic
+from ..runs.trial_set import is_trial_set
 from .headline import facts, headline
 from .html import _asset, render_page
 from .run_data import MANIFEST, load_run
@@ -42,11 +43,12 @@ class IndexEntry:
 
 
 def find_runs(root: Path) -> list[Path]:
-    """Folders under ``root`` (itself included) holding a manifest.json, sorted by path; no descent into a run."""
+    """Folders under ``root`` (itself included) holding a manifest.json, or a set of trials (its trials.json: one
+    page for the set, tba run --trials), sorted by path; no descent into a run or a set."""
     found: list[Path] = []
 
     def walk(folder: Path, depth: int) -> None:
-        if (folder / MANIFEST).is_file():
+        if (folder / MANIFEST).is_file() or is_trial_set(folder):
             found.append(folder)
             return
         if depth >= MAX_DEPTH:

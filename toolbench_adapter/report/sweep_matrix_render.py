@@ -13,12 +13,14 @@ from pathlib import Path
 
 from toolbench_adapter.evaluation.scoring.paired import PairedDifference
 from toolbench_adapter.evaluation.scoring.scores import Score
+from toolbench_adapter.evaluation.scoring.trials import TrialStats
+from toolbench_adapter.runs.cost import Cost
 
 from ..evaluation.comparability import line
 from .tables import _latex_escape
 
 BASELINE = "baseline"
-NUMBERS = ["SoPR", "n", "valid turns", "model calls", "tokens", "seconds"]
+NUMBERS = ["SoPR", "n", "valid turns", "model calls", "tokens", "seconds", "latency p50 / p95 (s)", "cost"]
 
 
 @dataclass
@@ -42,7 +44,12 @@ class MatrixRow:
     baseline: bool = False
     paired: PairedDifference | None = None
     paired_note: str = ""  # why no difference: the baseline has no numbers, no query in common
+    verdict: str = ""  # settled / not settled: what would settle it (sweep_matrix.verdict)
     scores: dict = field(default_factory=dict, repr=False)  # (group, query id) -> label points over the repeats
+    points: dict = field(default_factory=dict, repr=False)  # (group, query id) -> trials -> repeats' points
+    trials: int = 1  # a set of trials: how many
+    trial_stats: TrialStats | None = None  # a set's figures over trials (upstream, the Average)
+    cost: Cost | None = None  # calls, tokens, latency, money (runs/cost.py)
 
     @property
     def self_judged(self) -> bool:
@@ -66,6 +73,7 @@ class Matrix:
     rows: list[MatrixRow]
     notes: list[str]
     sweep_dir: Path
+    trials: int = 1  # the sweep's trials: (every cell a set of that many)
 
     @property
     def delta_header(self) -> str | None:
@@ -76,9 +84,14 @@ class Matrix:
         return header(self)
 
 
+def trial_columns(matrix: Matrix) -> list[str]:
+    """With trials: pass@K and pass^K of the Average (every k: matrix.csv)."""
+    return [f"pass@{matrix.trials} / pass^{matrix.trials}"] if matrix.trials > 1 else []
+
+
 def header(matrix: Matrix) -> list[str]:
     delta = [matrix.delta_header] if matrix.delta_header else []
-    return ["cell", *matrix.axes, "judge", "state", *NUMBERS, *delta, "comparable"]
+    return ["cell", *matrix.axes, "judge", "state", *NUMBERS, *trial_columns(matrix), *delta, "comparable"]
 
 
 def comparable_text(row: MatrixRow) -> str:
@@ -94,7 +107,7 @@ def delta_text(row: MatrixRow) -> str:
     p = row.paired
     if p is None:
         return row.paired_note
-    return f"{p.mean * 100:+.1f} [{p.low * 100:+.1f}, {p.high * 100:+.1f}] (n={p.n})"
+    return f"{p.mean * 100:+.1f} [{p.low * 100:+.1f}, {p.high * 100:+.1f}] (n={p.n}): {row.verdict}"
 
 
 def number_texts(row: MatrixRow) -> list[str]:
@@ -102,8 +115,27 @@ def number_texts(row: MatrixRow) -> list[str]:
         return [""] * len(NUMBERS)
     turns = (f"{row.valid_turns / row.model_turns:.1%} ({row.valid_turns}/{row.model_turns})"
              if row.model_turns else "not recorded")
-    return [row.sopr.text(), str(row.sopr.n), turns, _int(row.model_calls), _int(row.tokens),
-            f"{row.seconds:.1f}" if row.seconds is not None else "not recorded"]
+    sopr = row.trial_stats.text() if row.trial_stats is not None else row.sopr.text()
+    return [sopr, str(row.sopr.n), turns, _int(row.model_calls), _int(row.tokens),
+            f"{row.seconds:.1f}" if row.seconds is not None else "not recorded", latency_text(row.cost),
+            row.cost.money_text() if row.cost is not None else "not recorded"]
+
+
+def latency_text(cost: Cost | None) -> str:
+    if cost is None or cost.latency_p50_s is None:
+        return "not recorded"
+    return f"{cost.latency_p50_s:.3f} / {cost.latency_p95_s:.3f}"
+
+
+def trial_texts(matrix: Matrix, row: MatrixRow) -> list[str]:
+    if matrix.trials <= 1:
+        return []
+    stats = row.trial_stats
+    if stats is None:
+        return [""]
+    k = matrix.trials
+    at, hat = stats.pass_at.get(k), stats.pass_hat.get(k)
+    return ["" if at is None or hat is None else f"{at:.1f} / {hat:.1f}"]
 
 
 def _int(value) -> str:
@@ -113,7 +145,8 @@ def _int(value) -> str:
 def row_texts(matrix: Matrix, row: MatrixRow) -> list[str]:
     state = row.state if row.sopr is not None or not row.reason else f"{row.state}: {row.reason}"
     delta = [delta_text(row)] if matrix.delta_header else []
-    return [row.cell, *row.axes.values(), row.judge_text, state, *number_texts(row), *delta, comparable_text(row)]
+    return [row.cell, *row.axes.values(), row.judge_text, state, *number_texts(row), *trial_texts(matrix, row), *delta,
+            comparable_text(row)]
 
 
 def title(matrix: Matrix) -> str:
@@ -146,10 +179,14 @@ def to_latex(matrix: Matrix) -> str:
 def to_csv(matrix: Matrix) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    delta = [f"ΔSoPR vs {matrix.baseline}", "ci95_low", "ci95_high", "shared_queries"] if matrix.baseline else []
+    delta = ([f"ΔSoPR vs {matrix.baseline}", "ci95_low", "ci95_high", "shared_queries", "verdict"]
+             if matrix.baseline else [])
+    k = matrix.trials
+    trials = (["trials", "sopr_ci95_low", "sopr_ci95_high", *[f"pass@{i}" for i in range(1, k + 1)],
+               *[f"pass^{i}" for i in range(1, k + 1)], "flip_rate", "agent_variance_share"] if k > 1 else [])
     writer.writerow(["cell", *matrix.axes, "judge", "self_judged", "evaluation", "state", "reason", "sopr", "sopr_std",
                      "judge_repeats", "judged_queries", "valid_turns", "model_turns", "model_calls", "tokens",
-                     "seconds", *delta, "comparable", "comparability"])
+                     "seconds", *COST_CSV, *trials, *delta, "comparable", "comparability"])
     for row in matrix.rows:
         s = row.sopr
         score = ([f"{s.mean:.2f}", "" if s.single_repeat else f"{s.std:.2f}", len(s.runs), s.n] if s is not None
@@ -159,18 +196,49 @@ def to_csv(matrix: Matrix) -> str:
         if not matrix.baseline:
             paired = []
         elif row.baseline:
-            paired = [BASELINE, "", "", ""]
+            paired = [BASELINE, "", "", "", ""]
         elif row.paired is not None:
             p = row.paired
-            paired = [f"{p.mean * 100:.2f}", f"{p.low * 100:.2f}", f"{p.high * 100:.2f}", p.n]
+            paired = [f"{p.mean * 100:.2f}", f"{p.low * 100:.2f}", f"{p.high * 100:.2f}", p.n, row.verdict]
         else:
-            paired = [row.paired_note, "", "", ""]
-        figures = figures if s is not None else [""] * len(figures)
+            paired = [row.paired_note, "", "", "", ""]
+        figures = figures + cost_cells(row.cost) if s is not None else [""] * (len(figures) + len(COST_CSV))
         writer.writerow([row.cell, *row.axes.values(), row.judge, row.self_judged, row.evaluation or "", row.state,
                          row.reason,
-                         *score, *figures, *paired, "" if row.comparable is None else row.comparable,
-                         row.comparability])
+                         *score, *figures, *trial_cells(row, k), *paired, "" if row.comparable is None
+                         else row.comparable, row.comparability])
     return buffer.getvalue()
+
+
+# the matrix CSV's cost columns (named with tokens, p50, p95, cost), per query where a count
+COST_CSV = ["model_calls_per_query", "prompt_tokens_per_query", "completion_tokens_per_query", "latency_p50_s",
+            "latency_p95_s", "wall_s", "cost", "cost_currency"]
+
+
+def cost_cells(cost: Cost | None) -> list[str]:
+    if cost is None:
+        return [""] * len(COST_CSV)
+    cells = cost.csv_cells()
+    return [cells["model calls per query"], cells["prompt tokens per query"], cells["completion tokens per query"],
+            cells["model latency p50 s"], cells["model latency p95 s"], cells["wall s"], cells["cost"],
+            cells["cost currency"]]
+
+
+def trial_cells(row: MatrixRow, k: int) -> list[str]:
+    if k <= 1:
+        return []
+    stats = row.trial_stats
+    if stats is None:
+        return [""] * (6 + 2 * k)
+    share = stats.variance.agent_share
+    return [str(row.trials), f"{stats.low:.2f}", f"{stats.high:.2f}",
+            *[_number(stats.pass_at.get(i)) for i in range(1, k + 1)],
+            *[_number(stats.pass_hat.get(i)) for i in range(1, k + 1)], _number(stats.flip_rate),
+            _number(None if share is None else 100 * share)]
+
+
+def _number(value) -> str:
+    return "" if value is None else f"{value:.2f}"
 
 
 def _blank(value) -> str:

@@ -27,7 +27,10 @@ from toolbench_adapter.queryset.queries import GROUP_LABELS
 from ..evaluation.comparability import NOT_RECORDED
 from ..evaluation.evaluations import SELF_JUDGED, is_self_judged_label
 from ..evaluation.storage import write_text_atomic
+from ..runs.cost import COST_COLUMNS, Cost
 from ..structured.describe import caption_notes
+from . import trial_tables
+from .trial_tables import RowTrials
 
 COLUMNS = list(GROUP_LABELS)  # README SoPR order: I1 Inst, I1 Cat, I1 Tool, I2 Cat, I2 Inst, I3 Inst
 AVERAGE = "Average"
@@ -71,6 +74,11 @@ class Leaderboard:
     # row name -> its judge's audit: "judge X: kappa ..." or "judge X not audited: run `tba judge-audit ...`"
     # (evaluation/audit/cards.py); rows of score or label files have none
     judge_cards: dict[str, str] = field(default_factory=dict)
+    # row name -> its figures over trials (a set of trials, issue 42: trial_tables.py); none: the board as before
+    trials: dict[str, RowTrials] = field(default_factory=dict)
+    # row name -> what its run cost and how fast its model answered (runs/cost.py): columns after the others in the
+    # CSV only (rows of score or label files have none; a board without any renders as before)
+    costs: dict[str, Cost] = field(default_factory=dict)
 
     def comparability_of(self, row: BoardRow) -> str:
         return self.comparability.get(row.name, NOT_RECORDED)
@@ -112,8 +120,15 @@ class Leaderboard:
     def body(self) -> list[list[str]]:
         lines = []
         for row in self.rows:
-            avg = self.cell(row.average) + ("" if row.complete or row.average is None else "*")
-            lines.append([row.name] + [self.cell(row.cells.get(g)) for g in COLUMNS] + [avg])
+            figures = self.trials.get(row.name)
+            if figures is not None:  # a set of trials: SoPR over trials [95% CI] in every cell
+                cells = [figures.cell(g) if is_scored(row.cells.get(g)) else MISSING for g in COLUMNS]
+                average = figures.average.text() if figures.average is not None else MISSING
+            else:
+                cells = [self.cell(row.cells.get(g)) for g in COLUMNS]
+                average = self.cell(row.average)
+            avg = average + ("" if row.complete or row.average is None else "*")
+            lines.append([row.name] + cells + [avg])
         return lines
 
     @property
@@ -184,7 +199,9 @@ def failed_judgements_text(errors: int) -> str:
 def build_leaderboards(rows: list[ScoreRow], scored_anyway: dict[str, str] | None = None,
                        counts: dict[str, dict[str, Counts]] | None = None,
                        comparability: dict[str, str] | None = None,
-                       judge_cards: dict[str, str] | None = None) -> list[Leaderboard]:
+                       judge_cards: dict[str, str] | None = None,
+                       trials: dict[str, dict[str, RowTrials]] | None = None,
+                       costs: dict[str, Cost] | None = None) -> list[Leaderboard]:
     """``scored_anyway``: model -> why its rows are marked (a run scored with infrastructure failures): the
     row name gets SCORED_ANYWAY and the board a footnote saying why; a row whose scores left failed judgements
     out (``Score.errors``: a score file written with --score-anyway) is marked the same way without being told.
@@ -192,7 +209,9 @@ def build_leaderboards(rows: list[ScoreRow], scored_anyway: dict[str, str] | Non
     ``counts``: model -> group -> the run's query counts (counts.count_by_group), for footnotes that say how
     many queries were answered. ``comparability``: model -> its line (evaluation/comparability.py); a row
     without one (score or label files) says its setup is not recorded. ``judge_cards``: model -> its judge's
-    audit line (evaluation/judge_cards.citation)."""
+    audit line (evaluation/judge_cards.citation). ``trials``: model -> scoring mode -> its figures over trials (a set
+    of trials: its cells read SoPR [95% CI] and tables of pass@k / pass^k follow the board). ``costs``: model -> its
+    run's cost and latency (runs/cost.py), columns at the end of the CSV."""
     scored_anyway = scored_anyway or {}
     comparability = comparability or {}
     counts = counts or {}
@@ -226,6 +245,11 @@ def build_leaderboards(rows: list[ScoreRow], scored_anyway: dict[str, str] | Non
                 board.comparability[name] = comparability[row.model]
             if row.model in (judge_cards or {}):
                 board.judge_cards[name] = judge_cards[row.model]
+            if row.model in (costs or {}):
+                board.costs[name] = costs[row.model]
+            figures = (trials or {}).get(row.model, {}).get(board.mode)
+            if figures is not None and board.metric == "SoPR":
+                board.trials[name] = figures
         target.cells[row.group] = row.score  # a later file for the same cell wins
     return list(boards.values())
 
@@ -238,6 +262,8 @@ def to_markdown(board: Leaderboard) -> str:
     lines += ["| " + " | ".join(cells) + " |" for cells in board.body()]
     if board.footnote:
         lines += ["", board.footnote]
+    if board.trials:
+        lines += trial_tables.markdown(board)
     return "\n".join(lines) + "\n"
 
 
@@ -246,15 +272,23 @@ def to_csv(board: Leaderboard) -> str:
     many groups the Average averages, the row's comparability line and its judge's audit line."""
     buffer = io.StringIO()
     writer = csv.writer(buffer)
+    extra = (trial_tables.csv_header(board) if board.trials else []) + (COST_COLUMNS if board.costs else [])
     writer.writerow(board.header() + ["metric", "mode", "judge"] + [f"n {GROUP_LABELS[g]}" for g in COLUMNS]
-                    + ["groups averaged", "comparability", "judge audit"])
+                    + ["groups averaged", "comparability", "judge audit"] + extra)
     judge = "; ".join(board.judges)
     for row, cells in zip(board.rows, board.body(), strict=True):
         denominators = [str(row.cells[g].n) if g in row.cells else "" for g in COLUMNS]
         writer.writerow([c if c != MISSING else "" for c in cells] + [board.metric, board.mode, judge]
                         + denominators + [str(len(row.scored)), board.comparability_of(row),
-                                          board.judge_card_of(row)])
+                                          board.judge_card_of(row)]
+                        + (trial_tables.csv_cells(board, row) if board.trials else [])
+                        + (_cost_cells(board, row) if board.costs else []))
     return buffer.getvalue()
+
+
+def _cost_cells(board: Leaderboard, row: BoardRow) -> list[str]:
+    cost = board.costs.get(row.name)
+    return [cost.csv_cells()[column] for column in COST_COLUMNS] if cost is not None else [""] * len(COST_COLUMNS)
 
 
 def _latex_escape(text: str) -> str:
@@ -270,11 +304,14 @@ def to_latex(board: Leaderboard) -> str:
              r"\toprule", " & ".join(_latex_escape(h) for h in header) + r" \\", r"\midrule"]
     lines += [" & ".join(_latex_escape(c) for c in cells) + r" \\" for cells in board.body()]
     # the footnotes travel with the table, one sentence each
-    caption = " ".join(note if note.endswith(".") else note + "."
-                       for note in [board.caption, *board.comparability_lines, *board.judge_card_lines,
-                                    *board.footnotes()])
-    lines += [r"\bottomrule", r"\end{tabular}", r"\caption{" + _latex_escape(caption) + "}",
-              r"\end{table}"]
+    notes = [board.caption, *board.comparability_lines, *board.judge_card_lines, *board.footnotes()]
+    if board.trials:
+        notes.append(trial_tables.definition(board))
+    caption = " ".join(note if note.endswith(".") else note + "." for note in notes)
+    lines += [r"\bottomrule", r"\end{tabular}"]
+    if board.trials:
+        lines += trial_tables.latex(board, _latex_escape)
+    lines += [r"\caption{" + _latex_escape(caption) + "}", r"\end{table}"]
     return "\n".join(lines) + "\n"
 
 
@@ -293,6 +330,13 @@ def plot_png(board: Leaderboard, path: Path) -> Path:
         # a cell without a score gets no bar (a bar of 0 would read as a score of 0)
         means = [s.mean if is_scored(s) else float("nan") for s in scores]
         errors = [s.std if is_scored(s) and board.with_std else 0.0 for s in scores]
+        figures = board.trials.get(row.name)
+        if figures is not None:  # a set of trials: the bar is SoPR over trials, its whisker the 95% CI
+            stats = [figures.groups.get(g) for g in COLUMNS] + [figures.average]
+            means = [t.sopr if t is not None and is_scored(s) else float("nan") for t, s in zip(stats, scores,
+                                                                                                  strict=True)]
+            errors = [[max(0.0, t.sopr - t.low) if t else 0.0 for t in stats],
+                      [max(0.0, t.high - t.sopr) if t else 0.0 for t in stats]]
         ax.bar(xs, means, width, yerr=errors, capsize=2, label=row.name)
     ax.set_xticks(range(len(labels)))
     ax.set_xticklabels(labels)

@@ -18,6 +18,8 @@ from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
+import numpy as np
+
 from toolbench_adapter.answers.read import iter_answer_files, load_answer, split_file_name
 from toolbench_adapter.answers.write import answer_path
 from toolbench_adapter.evaluation.scoring.counts import Counts, answer_flags, count, count_by_group
@@ -109,10 +111,22 @@ def summarize(run_dir: Path, method: str) -> dict:
         **total_stats(records),  # model turns, valid ones, re-asks
         "model_calls": sum(r["query_count"] for r in records),
         "total_tokens": sum(r["total_tokens"] for r in records),
+        # issue 42 (runs/cost.py reads them per query): lines written before count 0, latencies only where recorded
+        "prompt_tokens": sum(r.get("prompt_tokens", 0) for r in records),
+        "completion_tokens": sum(r.get("completion_tokens", 0) for r in records),
+        **latency_percentiles([x for r in records for x in r.get("model_latencies_s") or []]),
         "median_model_seconds_per_call": round(statistics.median(model_s), 4) if model_s else None,
         "median_query_wall_seconds": round(statistics.median([r["wall_seconds"] for r in records]), 4)
         if records else None,
     }
+
+
+def latency_percentiles(latencies: list[float]) -> dict:
+    """Model latency p50 and p95 over every model call (seconds); None when none was recorded."""
+    if not latencies:
+        return {"model_latency_p50_s": None, "model_latency_p95_s": None}
+    p50, p95 = np.percentile(latencies, [50, 95])
+    return {"model_latency_p50_s": round(float(p50), 4), "model_latency_p95_s": round(float(p95), 4)}
 
 
 def collect_steps(run_dir: Path, skip: set[Path] | frozenset = frozenset()) -> Path:

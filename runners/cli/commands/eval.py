@@ -102,6 +102,12 @@ def check(args):
     args.judge_self = args.judge_self or args.judge == "self"
     cfg = config_from_args(args)  # every setting's type and range
     queries = check_run_settings(cfg)
+    if cfg.trials > 1:  # a set of trials: its agent can differ from trial to trial, its folder is a set's
+        from ...execution.preflight import make_backend
+        from ...execution.trials import check_set_folder, check_trials
+
+        check_trials(cfg, make_backend(cfg))
+        check_set_folder(cfg)
     if args.judge_backend not in CHAT_CLIENTS:
         CHAT_CLIENTS.get(args.judge_backend)  # raises with the known judge backends
     evaluate_args = argparse.Namespace(**vars(args))
@@ -117,6 +123,10 @@ def check(args):
     judge_client_options(evaluate_args)
     check_writable(cfg.run_dir)
     check_cache_path(args.judge_cache)
+    if args.prices:  # a price file with a mistake: exit 2 now, not after the run
+        from toolbench_adapter.runs.cost import read_prices
+
+        read_prices(args.prices)
     if args.judge_backend == "openai":  # a dead judge found now, not after the run: one GET /models per URL
         import sys
 
@@ -127,6 +137,7 @@ def check(args):
         options = {"timeout": args.judge_timeout} if args.judge_timeout else {}
         client = ChatRecipe("openai", judge_model, urls, args.judge_api_key, options).build()
         check_served(client, warn=lambda line: print(line, file=sys.stderr))
-    summary = (f"backend {cfg.backend}, {len(queries)} queries, judge {args.judge_backend}"
+    summary = (f"backend {cfg.backend}, {len(queries)} queries"
+               f"{f' x {cfg.trials} trials' if cfg.trials > 1 else ''}, judge {args.judge_backend}"
                f"{' ' + judge_model if judge_model else ''}{' (self)' if args.judge_self else ''}")
     return cfg, evaluate_args, summary

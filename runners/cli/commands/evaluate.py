@@ -37,7 +37,13 @@ table, tba report and tba compare-parsers (--judge-id shows another). Evaluating
 rewrites only its own folders; a failed evaluation never replaces a complete one (it is kept as
 JUDGE-ID.failed). --executor ray judges on a Ray cluster (--ray-address, else a local one): the uncached
 answers of each group go out as Ray tasks, a batch each, every worker rebuilding the judge from these flags;
-this process keeps the progress bar, the cache and every file, so the files are the same as under threads."""
+this process keeps the progress bar, the cache and every file, so the files are the same as under threads.
+
+A set of trials (tba run --trials K: RUN/trial-0 ... RUN/trial-{K-1}) is judged trial by trial, each as a run (its
+own RUN/trial-i/eval/JUDGE-ID), then as a set under the same JUDGE-ID: RUN/eval/JUDGE-ID/trials.json and
+RUN/tables/JUDGE-ID/ (SoPR over trials with its 95% CI, clustered by query; pass@k and pass^k for k = 1..K; the
+flip rate; how much of the spread is the agent's (trials) and how much the judge's (repeats)). Every trial must
+have run (else exit 2 naming the tba run command that finishes the set, unless --score-anyway)."""
 
 
 def register(subparsers) -> None:
@@ -89,6 +95,10 @@ def add_judge_arguments(p) -> None:
     p.add_argument("--evaluators-dir", default=None, help="where evaluator names are looked up")
     p.add_argument("--evaluate-times", type=COUNT, default=3, help="independent judgements per query (default 3)")
     p.add_argument("--model-label", default=None, help="row name in the tables (default: the run's name)")
+    p.add_argument("--prices", default=None, metavar="FILE",
+                   help="prices per model per million input and output tokens (YAML: models: {NAME: {input: N, "
+                   "output: N}}, optional currency:): the leaderboard CSV's cost column in money; none is shipped or "
+                   "guessed (without it: tokens, calls and latency only)")
     p.add_argument("--score-anyway", action="store_true",
                    help="score a run that holds infrastructure failures or was interrupted (refused otherwise, exit "
                    "2), and write the leaderboard although judgements failed (exit 3 still); the table marks its "
@@ -99,14 +109,19 @@ def run(args) -> int:
     from pathlib import Path
 
     from toolbench_adapter.evaluation.cache import check_cache_path
+    from toolbench_adapter.runs.cost import read_prices
+    from toolbench_adapter.runs.trial_set import is_trial_set
 
     from ...judging.evaluate import check_run, evaluate_run, read_manifest
     from ...judging.judge_ray import RayJudgeExecutor
-    from ._common import JUDGE_FAILURES_EXIT, judge_failures_lines, redo_command
+    from ._common import redo_command
 
     args.judge_self = args.judge_self or args.judge == "self"
+    if is_trial_set(args.run_dir):
+        return run_set(args)
     checked = check_run(args.run_dir, args.score_anyway)  # refuse before a judge is loaded or asked (read once)
     check_cache_path(args.cache)  # an unwritable --cache is exit 2 now, not a traceback at the first verdict
+    prices = read_prices(args.prices) if args.prices else None  # a bad price file too
     chat = chat_recipe(args, read_manifest(Path(args.run_dir)))
     executor = RayJudgeExecutor(chat, args.concurrency, args.ray_address) if args.executor == "ray" else None
     client = chat.build()
@@ -118,10 +133,52 @@ def run(args) -> int:
                               evaluate_times=args.evaluate_times, concurrency=args.concurrency, cache_path=args.cache,
                               model_label=args.model_label, progress=not args.quiet,
                               score_anyway=args.score_anyway, executor=executor, preflight=True,
-                              judge_self=args.judge_self, checked=checked, command=redo)
+                              judge_self=args.judge_self, checked=checked, command=redo, prices=prices)
     finally:
         if executor is not None:
             executor.close()
+    return print_result(result, redo)
+
+
+def run_set(args) -> int:
+    """tba evaluate on a set of trials: every trial checked, then judged, then the set's figures and tables."""
+    from pathlib import Path
+
+    from toolbench_adapter.evaluation.cache import check_cache_path
+    from toolbench_adapter.runs.cost import read_prices
+
+    from ...judging.evaluate import read_manifest
+    from ...judging.evaluate_trials import check_set, evaluate_trials
+    from ...judging.judge_ray import RayJudgeExecutor
+    from ._common import redo_command
+
+    checked = check_set(args.run_dir, args.score_anyway)  # every trial, before a judge is loaded or asked
+    check_cache_path(args.cache)
+    prices = read_prices(args.prices) if args.prices else None
+    chat = chat_recipe(args, read_manifest(Path(checked[0][0])))
+    executor = RayJudgeExecutor(chat, args.concurrency, args.ray_address) if args.executor == "ray" else None
+    client = chat.build()
+    redo = redo_command(args, ["evaluate", args.run_dir])
+    try:
+        result = evaluate_trials(args.run_dir, client, evaluator=args.evaluator, evaluators_dir=args.evaluators_dir,
+                                 max_tokens=args.judge_max_tokens, mode=args.judge_mode,
+                                 judge_constrain=args.judge_constrain, evaluate_times=args.evaluate_times,
+                                 concurrency=args.concurrency, cache_path=args.cache, model_label=args.model_label,
+                                 progress=not args.quiet, score_anyway=args.score_anyway, executor=executor,
+                                 preflight=True, judge_self=args.judge_self, checked=checked, command=redo,
+                                 prices=prices)
+    finally:
+        if executor is not None:
+            executor.close()
+    print(f"{len(result.trials)} trials judged, each as a run: " + ", ".join(
+        f"trial-{i}: {t.evaluation_id}" for i, t in enumerate(result.trials)))
+    return print_result(result, redo)
+
+
+def print_result(result, redo: str) -> int:
+    """The tables, the labels, the evaluation's id and files, and what failed (a run's or a set's)."""
+    from ._common import JUDGE_FAILURES_EXIT, judge_failures_lines
+
     print(result.text)
     print(f"labels: {result.labels.text()}")  # upstream's rule apart from the judge's verdicts (evaluation/scoring/counts.py)
     identity = result.identity

@@ -132,7 +132,14 @@ def add_run_arguments(p, *, fanout: bool = True) -> None:
     p.add_argument("--max-tokens", type=setting("max_tokens"), help="generation budget per turn (default 1024)")
     p.add_argument("--temperature", type=setting("temperature"), help="sampling temperature (default 0)")
     p.add_argument("--concurrency", type=setting("concurrency"), help="queries in flight (default 1)")
-    p.add_argument("--seed", type=setting("seed"), help="seed for call ids and fallbacks (default 42)")
+    p.add_argument("--seed", type=setting("seed"), help="seed for call ids and fallbacks (default 42); trial i of "
+                   "--trials runs with seed + i")
+    p.add_argument("--trials", type=setting("trials"), metavar="K",
+                   help="run every query K times as independent trials (default 1; at most 100: K x the model calls, "
+                   "paid requests included): trial i in NAME/trial-i/ (upstream's answer-file layout, one folder "
+                   "per trial) with seed + i, sent to endpoints that take a seed; tba evaluate NAME judges every "
+                   "trial and reports SoPR over trials with its 95%% CI, pass@k, pass^k and the flip rate. A set-up "
+                   "whose trials cannot differ (the scripted agent without answer_rate, hf, replay) is refused")
     p.add_argument("--shard", help="i/n: run every n-th query starting at the i-th; join with tba merge")
     # no choices: the names are the executor registry's (runners/execution/executors.py, or an entry point),
     # checked by the run with "did you mean" (exit 2)
@@ -230,6 +237,11 @@ def run(args) -> int:
     check_writable(cfg.run_dir)  # an unwritable --out-root is exit 2 before any query is spent
     redo = "tba " + shlex.join(getattr(args, "argv", None) or ["run", "--name", cfg.name])
     if getattr(args, "parsers", None):  # the parser fan-out (runners/execution/fanout.py)
+        if cfg.trials > 1:  # the fan-out shares model calls at temperature 0: its trials would be one trial K times
+            raise InputError("the parser fan-out (--parsers) shares model calls between parsers; trials need an "
+                             "agent whose runs differ", field="--trials",
+                             fix="run one set of trials per parser (--parser P --trials K), or a sweep with a parser "
+                             "axis and trials: K")
         if cfg.executor != "threads":  # its model calls are shared through one in-process memo
             raise InputError("the parser fan-out (--parsers) runs on threads only", field="executor",
                              fix="leave --executor out, or run each parser as its own run")
@@ -238,6 +250,8 @@ def run(args) -> int:
         with stopping_now_exits(redo), options_named_in_file(args):
             print_limits(cfg, args.max_tokens_from)
             return command(cfg, args.parsers, progress=not args.quiet, redo=redo, as_json=args.json)
+    if cfg.trials > 1:  # a set of trials (runners/execution/trials.py)
+        return run_trials(args, cfg, redo)
     try:
         with options_named_in_file(args):
             runner = Runner(cfg, progress=not args.quiet, command=redo)
@@ -270,6 +284,29 @@ def agent_outcomes_text(outcomes: dict, config: dict) -> str:
 
 EXIT_INFRA_FAILURES = 3
 EXIT_INTERRUPTED = 130  # as the shell reports a command ended by Ctrl-C
+
+
+def run_trials(args, cfg: RunConfig, redo: str) -> int:
+    """tba run --trials K: the set's trials, one after another; the same summary, per trial and for the set."""
+    from ...execution.trials import TrialSet
+
+    try:
+        with options_named_in_file(args):
+            trials = TrialSet(cfg, progress=not args.quiet, command=redo)
+    except (ValueError, TypeError) as exc:
+        raise InputError(str(exc), fix="check --dialect-option / --backend-option names and values") from None
+    print_limits(trials.setup.cfg, args.max_tokens_from, trials.setup)
+    with stopping_now_exits(redo):
+        record = trials.run()
+    totals = record["totals"]
+    if getattr(args, "json", False):
+        print(json.dumps({"run": str(cfg.run_dir), "trials": record["trials"], **totals,
+                          "redo": redo if totals["infra_failures"] else None}, indent=2))
+    else:
+        lines = trial_summary_lines(record, str(cfg.run_dir), redo)
+        print("\n".join(lines[:-1] if getattr(args, "evaluates_next", False) and not totals["infra_failures"]
+                        else lines))
+    return EXIT_INFRA_FAILURES if totals["infra_failures"] else 0
 
 
 @contextlib.contextmanager
@@ -309,6 +346,48 @@ def stopping_now_exits(redo: str):
         raise
 
 
+def cost_line(totals: dict) -> str:
+    """Model calls, tokens per query and model latency p50 / p95 of the totals (issue 42; money: --prices, at
+    tba evaluate / table / sweep)."""
+    queries = totals.get("queries") or 0
+    per = (lambda key: f"{totals.get(key, 0) / queries:.1f}") if queries else (lambda key: "0")
+    p50, p95 = totals.get("model_latency_p50_s"), totals.get("model_latency_p95_s")
+    latency = f"{p50:.3f} s / p95 {p95:.3f} s" if p50 is not None and p95 is not None else "not recorded"
+    return (f"  cost: {totals.get('model_calls', 0)} model calls ({per('model_calls')} per query), "
+            f"{per('prompt_tokens')} prompt and {per('completion_tokens')} completion tokens per query, "
+            f"model latency p50 {latency}")
+
+
+def trial_summary_lines(record: dict, set_dir: str, redo: str) -> list[str]:
+    """The set's lines: what ran over every trial, each trial's counts, what failed, where the files are, what next."""
+    totals, session = record["totals"], record["sessions"][-1]
+    manifests = record.get("manifests") or []
+    ran = sum((m.get("sessions") or [{}])[-1].get("ran", 0) for m in manifests)
+    done = sum((m.get("sessions") or [{}])[-1].get("skipped_as_done", 0) for m in manifests)
+    lines = [f"run {set_dir}: {record['trials']} trials, {totals.get('queries', 0)} query runs ({ran} ran now, "
+             f"{done} already done) in {session.get('seconds', 0):.1f} s"]
+    for index, (seed, trial) in enumerate(zip(record["seeds"], totals["trials"], strict=True)):
+        lines.append(f"  trial-{index} (seed {seed}): finished {trial.get('finished', 0)} of {trial.get('queries', 0)}, "
+                     f"valid {trial.get('valid', 0)}, answered {trial.get('answered', 0)}, "
+                     f"infrastructure failures {trial.get('infra_failures', 0)}")
+    failures = totals.get("infra_failures", 0)
+    if failures:
+        kinds = ", ".join(f"{kind} {n}" for kind, n in totals["infra_failures_by_kind"].items())
+        lines.append(f"  INFRASTRUCTURE FAILURES {failures} ({kinds}): no answer file written; see each trial's "
+                     "errors.jsonl and failed/")
+        if session.get("halted"):
+            lines.append(f"  STOPPED EARLY: {session['halted']}")
+        lines.append(f"  redo them (finished queries are skipped): {redo}")
+    else:
+        lines.append("  infrastructure failures 0")
+    lines.append(cost_line(totals))
+    lines += [f"  files: {set_dir}/trial-{{i}}/{{group}}/{{query_id}}_{{method}}.json (one run folder per trial, "
+              f"upstream's layout), {set_dir}/trials.json",
+              f"  next: tba evaluate {shlex.quote(set_dir)} (judges every trial)"
+              + (" (after the redo, or with --score-anyway)" if failures else "")]
+    return lines
+
+
 def summary_lines(manifest: dict, run_dir: str, redo: str) -> list[str]:
     """A few readable lines: what ran, what finished, what failed and why, where the files are, what next."""
     totals, session = manifest["totals"], manifest["sessions"][-1]
@@ -332,6 +411,7 @@ def summary_lines(manifest: dict, run_dir: str, redo: str) -> list[str]:
         lines.append(f"  context length {totals['context_length']}: finished queries in which the model endpoint "
                      "refused a request as longer than the model's context (the chain ended there, as upstream's "
                      "does; steps.jsonl error context_length)")
+    lines.append(cost_line(totals))
     turns = turns_text(totals)  # every call checked against the function list (toolbench_adapter/structured/)
     if turns:
         lines.append(f"  {turns} ({policy_text(manifest.get('config'))}; steps.jsonl: violations)")

@@ -16,8 +16,8 @@ run setting and its values; a value may be a mapping of several settings, e.g. a
 endpoint and key) give the cells. Each cell is an ordinary run folder, OUT/NAME/CELL (CELL: its axis values
 joined by "__"), run and then judged by every judge of the spec, so tba table, report, compare-runs and
 reproduce read it as any run. OUT/NAME/matrix.csv (.md, .tex): one row per cell and judge with SoPR, the
-valid-call rate, model calls, tokens and seconds, and against the baseline cell the paired difference over
-the shared queries with its 95% CI. tba report --index OUT/NAME is the sweep's front page.
+valid-call rate, model calls, tokens, seconds, latency and cost, and against the baseline cell the paired difference
+over the shared queries with its 95% CI and its verdict. tba report --index OUT/NAME is the sweep's front page.
 
   name: demo
   base: {backend: scripted, groups: [G1_instruction], limit: 3}
@@ -50,6 +50,14 @@ failed one goes on where it stopped. A spec whose base, axes or judges changed i
 axes only gained values (their new cells run). --dry-run prints the cells, what is done, and an upper bound on
 model calls per endpoint, and runs nothing.
 
+A spec's top-level trials: K (or --trials K) makes every cell a set of K trials (tba run --trials): the matrix's SoPR
+is then over trials with its 95% CI, with pass@K / pass^K. --dry-run prints, per cell against the baseline, the
+smallest difference in SoPR points the sweep can detect (80% power, 5% two-sided, paired over the queries both run;
+from --assume-pass-rate / --assume-correlation, or --pilot OUT/NAME's observed variances). After the sweep every
+difference in the matrix is followed by "settled" (its 95% CI excludes 0) or "not settled: about M more trials (or N
+more queries) would detect the observed difference"; --until-settled --max-trials K adds those trials. Every row says
+its model latency p50 / p95, tokens per query (matrix.csv) and cost: money only from --prices FILE.
+
 Exit status: 0 every cell done; 2 bad input (nothing run); 3 a cell failed; 130 interrupted."""
 
 EXIT_CELL_FAILED = 3
@@ -57,7 +65,7 @@ EXIT_INTERRUPTED = 130
 
 
 def register(subparsers) -> None:
-    from ..ranges import COUNT
+    from ..ranges import CORRELATION, COUNT, FRACTION, setting
     from .evaluate import add_judge_arguments
     from .run import add_run_arguments
 
@@ -78,6 +86,22 @@ def register(subparsers) -> None:
                    help="judgement cache file (default: the spec's judge_cache, else results/cache/judge.jsonl)")
     p.add_argument("--judge-concurrency", type=COUNT, default=None,
                    help="judge requests in flight per cell (default: the judge endpoint's cap)")
+    p.add_argument("--pilot", default=None, metavar="DIR",
+                   help="--dry-run: an earlier sweep's folder (OUT/NAME) whose observed variances replace the assumed "
+                   "ones in the smallest detectable difference (its cells paired by name with this spec's)")
+    p.add_argument("--until-settled", action="store_true",
+                   help="after the sweep, add trials only to the cells whose comparison with the baseline is not settled "
+                   "(as many as would detect its observed difference), round after round, until every one is settled "
+                   "or --max-trials is reached; says what it spent. Needs trials: 2 or more and a baseline")
+    p.add_argument("--max-trials", type=setting("trials"), metavar="K",
+                   help="--until-settled's budget: trials per cell at most (K x the cell's queries, paid requests "
+                   "included)")
+    p.add_argument("--assume-pass-rate", type=FRACTION, default=0.5, metavar="P",
+                   help="--dry-run without --pilot: the pass rate assumed in both cells of a comparison (default 0.5: "
+                   "the most variance)")
+    p.add_argument("--assume-correlation", type=CORRELATION, default=0.0, metavar="RHO",
+                   help="--dry-run without --pilot: the correlation assumed between two cells' verdicts on the same "
+                   "query (default 0: none, the most cautious for cells that share their queries)")
     add_run_arguments(p, fanout=False)
     add_judge_arguments(p)
     for action in p._actions:  # the run's --name names the sweep here
@@ -101,7 +125,8 @@ def run(args) -> int:
         if value:
             raise InputError(f"{flag} is not a sweep's", field=flag, fix=fix)
     spec = load_spec(args.spec, name=args.name, base_overrides=base_overrides(args),
-                     judges_override=judge_override(args), axes_override=axis_override(args.axis))
+                     judges_override=judge_override(args), axes_override=axis_override(args.axis),
+                     trials=args.trials)
     return SweepCommand(args, spec).run()
 
 
@@ -109,7 +134,8 @@ def base_overrides(args) -> dict:
     """The run flags given on the command line, as base settings (--name names the sweep)."""
     from .run import flag_settings
 
-    settings = {k: v for k, v in flag_settings(args).items() if k not in ("name", "out_root")}
+    # --trials is the sweep's trials: (load_spec), not a base setting
+    settings = {k: v for k, v in flag_settings(args).items() if k not in ("name", "out_root", "trials")}
     if args.config is not None:  # --config= (empty): no config file, the spec's base one left out too
         settings["config"] = args.config
     return settings
@@ -204,9 +230,15 @@ class SweepCommand:
     def run(self) -> int:
         from toolbench_adapter.evaluation.cache import check_cache_path
         from toolbench_adapter.files.fileio import check_writable
+        from toolbench_adapter.runs.cost import read_prices
 
         from ...sweep.state import SweepState
 
+        self.prices = read_prices(self.args.prices) if self.args.prices else None  # a bad file: exit 2 first
+        if self.args.pilot and not self.args.dry_run:
+            from toolbench_adapter.errors import InputError
+
+            raise InputError("--pilot sizes a sweep before it runs", field="--pilot", fix="add --dry-run")
         cells = self.spec.cells()
         chosen = self.chosen(cells)
         judges = [judge_args(self.spec, i, j.settings) for i, j in enumerate(self.spec.judges)]
@@ -214,14 +246,58 @@ class SweepCommand:
         plans = [self.plan(cell, judges, partners) for cell in chosen]
         state = SweepState.open(self.sweep_dir, self.spec, cells, self.redo())
         if self.args.dry_run:
-            from ...sweep.dry_run import print_plan
+            from ...sweep.dry_run import print_detectable, print_plan
 
             print_plan(self.spec, self.sweep_dir, plans, state)
+            print_detectable(self.spec, plans, pilot=self.args.pilot, pass_rate=self.args.assume_pass_rate,
+                             correlation=self.args.assume_correlation)
+            print("nothing run (--dry-run)")
             return 0
         check_writable(self.sweep_dir)
         check_cache_path(self.judge_cache, "--judge-cache")
+        if self.args.until_settled:
+            from ...sweep import until_settled
+
+            until_settled.check(self.spec.trials, self.args.max_trials, self.spec.baseline is not None)
         self.check_judges_served(plans)
-        return self.execute(plans, state)
+        status = self.execute(plans, state)
+        if self.args.until_settled and status == 0:
+            status = self.until_settled(plans, state)
+        return status
+
+    def until_settled(self, plans, state) -> int:
+        """Rounds of more trials for the cells not settled (runners/sweep/until_settled.py), within --max-trials."""
+        from toolbench_adapter.report.sweep_matrix import build_matrix
+
+        from ...sweep import until_settled
+
+        before = until_settled.spent(plans)
+        status, rounds = 0, 0
+        while rounds < self.args.max_trials:
+            grow = until_settled.targets(build_matrix(self.sweep_dir, prices=self.prices), self.args.max_trials)
+            if not grow:
+                break
+            rounds += 1
+            print(f"until settled: round {rounds}: " + ", ".join(
+                f"{cell} to {trials} trials" for cell, trials in grow.items()), flush=True)
+            grown = until_settled.grown(plans, grow)
+            for plan in grown:
+                state.update(plan.cell.name, trials=plan.cfg.trials)
+            status = self.execute(grown, state)
+            plans = [next((g for g in grown if g.cell.name == p.cell.name), p) for p in plans]
+            if status:
+                break
+        after = until_settled.spent(plans)
+        matrix = build_matrix(self.sweep_dir, prices=self.prices)
+        left = until_settled.targets(matrix, self.args.max_trials)
+        unsettled = list(dict.fromkeys(row.cell for row in matrix.rows
+                                       if row.paired is not None and row.verdict != "settled"))
+        verdict = ("every comparison settled" if not unsettled else
+                   f"stopped with {', '.join(left)} still able to grow" if left else
+                   f"not settled within --max-trials {self.args.max_trials}: {', '.join(unsettled)}")
+        print(f"until settled: {verdict} after {rounds} round(s); spent {after[0] - before[0]} more query runs and "
+              f"{after[1] - before[1]} more model calls")
+        return status
 
     def chosen(self, cells):
         from toolbench_adapter.errors import InputError
@@ -249,23 +325,40 @@ class SweepCommand:
 
         where = f"cell {cell.name}"
         try:
-            cfg = RunConfig(**{**cell.settings, "name": cell.name, "out_root": str(self.sweep_dir)})
+            cfg = RunConfig(**{**cell.settings, "name": cell.name, "out_root": str(self.sweep_dir),
+                               "trials": self.cell_trials(cell)})
             urls = model_urls(cfg)
             if "concurrency" not in cell.settings and urls:  # enough queries in flight to fill its endpoints alone
                 cfg = replace(cfg, concurrency=sum(max_in_flight(self.spec, u) for u in urls))
             cfg.validate()
-            queries = len(check_run_settings(cfg))
-            prepare(cfg, make_backend(cfg))  # the dialect and parser fit the backend
+            selected = check_run_settings(cfg)
+            queries = len(selected)
+            backend = make_backend(cfg)
+            prepare(cfg, backend)  # the dialect and parser fit the backend
+            if cfg.trials > 1:  # every cell a set of trials: its agent can differ from trial to trial
+                from ...execution.trials import check_trials
+
+                check_trials(cfg, backend)
         except InputError as exc:
             raise InputError(exc.problem, path=self.spec.path,
                              field=f"{where}: {exc.field}" if exc.field else where, fix=exc.fix) from None
         plans = [self.judge_plan(label.label, jargs, cfg) for label, jargs in zip(self.spec.judges, judges,
                                                                                    strict=True)]
         key = cell.shares_calls_with()
-        # one model memo for the cells that differ only in the parser: threads, temperature 0, another such cell
-        shared = cfg.executor == "threads" and not cfg.temperature and partners[key] > 1
+        # one model memo for the cells that differ only in the parser: threads, temperature 0, another such cell, and
+        # no trials (a memo would answer every trial as the first)
+        shared = cfg.executor == "threads" and not cfg.temperature and partners[key] > 1 and cfg.trials == 1
         return CellPlan(cell=cell, cfg=cfg, judges=plans, redo=self.redo(cell.name), share_key=key if shared else None,
-                        queries=queries)
+                        queries=queries * cfg.trials,
+                        query_keys=frozenset((q.group, str(q.query_id)) for q in selected))
+
+    def cell_trials(self, cell) -> int:
+        """The spec's trials, or more where the cell's set already holds more (grown by --until-settled)."""
+        from toolbench_adapter.runs.trial_set import is_trial_set, read_trials
+
+        folder = self.sweep_dir / cell.name
+        recorded = read_trials(folder)["trials"] if self.spec.trials > 1 and is_trial_set(folder) else 0
+        return max(self.spec.trials, recorded)
 
     def judge_plan(self, label, jargs, cfg):
         from toolbench_adapter.errors import InputError
@@ -316,7 +409,7 @@ class SweepCommand:
         ray, ray_started = self.connect_ray(plans)
         started = time.perf_counter()
         scheduler = SweepScheduler(plans, state, judge_cache=self.judge_cache, max_cells=self.args.max_cells,
-                                   progress=not self.args.quiet)
+                                   progress=not self.args.quiet, prices=self.prices)
         print(f"sweep {self.spec.name}: {len(plans)} cells -> {self.sweep_dir}", flush=True)
         state.save()
         try:
@@ -371,7 +464,7 @@ class SweepCommand:
     def write_matrix(self) -> list[Path]:
         from toolbench_adapter.report.sweep_matrix import build_matrix, write_matrix
 
-        matrix = build_matrix(self.sweep_dir)
+        matrix = build_matrix(self.sweep_dir, prices=self.prices)
         written = write_matrix(matrix, self.sweep_dir)
         md = self.sweep_dir / "matrix.md"
         if md.is_file():

@@ -43,6 +43,9 @@ RESULTS may be, in any mix:
                    kinds per group, and the run summary's counts (queries, finished, infra failures, valid,
                    answered, win). A run whose evaluations all failed gets no row: exit 3 with the command
                    that redoes its failed judgements.
+  sets of trials   folders written by `tba run --trials K`: the set's row (SoPR over trials with its 95% CI,
+                   and below the board pass@k / pass^k for k = 1..K, the flip rate and the agent vs judge split),
+                   from its latest complete evaluation (tba evaluate SET), and each trial's error taxonomy.
 A row whose score left failed judgements out (a score file written with --score-anyway) is marked † with
 a footnote; a row judged by the run's own model (tba evaluate --judge-self) reads "(self-judged)".
 Every table carries a line against the StableToolBench leaderboard's setup (toolbench_adapter/evaluation/
@@ -63,17 +66,32 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--model-label", action="append", default=[], metavar="LABEL | OLD=NEW",
                         help="row name: LABEL renames the one model in RESULTS; OLD=NEW renames model OLD "
                         "(repeatable). Rows are named after the run (tba evaluate) or the label file's model")
+    parser.add_argument("--prices", default=None, metavar="FILE",
+                        help="run folders and sets of trials: their cost in money in the CSV's cost column, from these "
+                        "prices per model per million input and output tokens (none shipped or guessed; without it: "
+                        "calls, tokens and latency only)")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    rows, runs, counts, unfinished, comparable, cards = [], [], {}, [], {}, {}
+    from toolbench_adapter.runs.cost import read_prices, run_cost, runs_cost
+    from toolbench_adapter.runs.trial_set import is_trial_set, read_trials, trial_dirs
+
+    prices = read_prices(args.prices) if args.prices else None  # a bad price file: exit 2 before anything
+    rows, runs, counts, unfinished, comparable, cards, trials, costs = [], [], {}, [], {}, {}, {}, {}
     for item in map(Path, args.results):
-        if item.is_dir() and (item / taxonomy.STEPS_FILE).exists():
+        if item.is_dir() and is_trial_set(item):  # a set of trials (tba run --trials K)
+            found = set_rows(item, args.judge_id, unfinished, comparable, cards, trials)
+            rows.extend(found)
+            folders = trial_dirs(item, read_trials(item))
+            runs.extend(t for t in folders if (t / taxonomy.STEPS_FILE).exists())
+            costs.update({row.model: runs_cost(folders, prices) for row in found})
+        elif item.is_dir() and (item / taxonomy.STEPS_FILE).exists():
             runs.append(item)
             found = run_rows(item, args.judge_id, unfinished, comparable, cards)
             rows.extend(found)
             counts.update({row.model: run_counts(item) for row in found})
+            costs.update({row.model: run_cost(item, prices) for row in found})
         elif is_score_file(item):
             rows.extend(read_score_file(item))
         elif item.exists():
@@ -84,17 +102,20 @@ def run(args: argparse.Namespace) -> int:
                              fix=f"{RUN_FOLDER_FIX}; or a score file or label files (tba table --help)")
     renamed = relabel(rows, args.model_label)
     counts = {new.model: counts[old.model] for old, new in zip(rows, renamed, strict=True) if old.model in counts}
-    comparable, cards = ({new.model: lines[old.model] for old, new in zip(rows, renamed, strict=True)
-                          if old.model in lines} for lines in (comparable, cards))
+    comparable, cards, trials, costs = ({new.model: lines[old.model] for old, new in zip(rows, renamed, strict=True)
+                                         if old.model in lines} for lines in (comparable, cards, trials, costs))
     rows = renamed
     out = Path(args.out)
-    for board in tables.build_leaderboards(rows, counts=counts, comparability=comparable, judge_cards=cards):
+    for board in tables.build_leaderboards(rows, counts=counts, comparability=comparable, judge_cards=cards,
+                                           trials=trials, costs=costs):
         written = tables.write_leaderboard(board, out, png=not args.no_png)
         print(tables.to_markdown(board))
         print("written: " + ", ".join(str(p) for p in written) + "\n")
     for run_dir in runs:
         tax = taxonomy.read_taxonomy(run_dir)
-        stem = out / f"taxonomy_{run_dir.resolve().name}"
+        parent = run_dir.resolve().parent
+        name = (f"{parent.name}_{run_dir.name}" if is_trial_set(parent) else run_dir.resolve().name)
+        stem = out / f"taxonomy_{name}"
         write_text_atomic(stem.with_suffix(".md"), taxonomy.to_markdown(tax))
         write_text_atomic(stem.with_suffix(".csv"), taxonomy.to_csv(tax))
         print(taxonomy.to_markdown(tax))
@@ -133,6 +154,33 @@ def run_rows(run_dir: Path, judge_id: str | None, unfinished: list, comparable: 
     if cards is not None and chosen.data.get("judge"):
         card = citation(chosen.data["judge"])
         cards.update({row.model: card for row in rows})
+    return rows
+
+
+def set_rows(set_dir: Path, judge_id: str | None, unfinished: list, comparable: dict, cards: dict,
+             trials: dict) -> list:
+    """A set of trials' score rows from its evaluation (``judge_id``'s, else the latest complete one), its figures
+    over trials (``trials``: model -> mode -> RowTrials, filled), comparability and judge audit lines."""
+    from toolbench_adapter.evaluation.scoring.trial_figures import figure_rows, read_figures
+    from toolbench_adapter.report.trial_tables import RowTrials
+    from toolbench_adapter.runs.trial_set import read_trials, trial_dirs
+
+    chosen, records = choose_evaluation(set_dir, judge_id)
+    print(f"{set_dir}: a set of trials; {describe_choice(chosen, records)}")
+    if chosen is None:
+        if records:
+            unfinished.append((set_dir, records[-1]))
+        return []
+    record = read_trials(set_dir)
+    manifest = read_json(trial_dirs(set_dir, record)[0] / MANIFEST)
+    modes = read_figures(chosen.eval_dir)
+    model = str(chosen.data.get("row") or set_dir.resolve().name)
+    rows = figure_rows(modes, model=model, method=(record.get("config") or {}).get("method"), judge=chosen.judge,
+                       source=str(chosen.eval_dir))
+    trials[model] = {mode: RowTrials(f.groups, f.average) for mode, f in modes.items()}
+    comparable[model] = run_line(manifest, chosen.data.get("judge"))
+    if chosen.data.get("judge"):
+        cards[model] = citation(chosen.data["judge"])
     return rows
 
 

@@ -200,6 +200,11 @@
         note + (s.mark ? "; " + s.mark + " " + s.markWhy : ""), "sopr-" + mode));
     });
     if (!sopr.upstream && !sopr.strict) cards.appendChild(card("SoPR", "not judged", "run `tba evaluate`", "no judge labels in this folder", "sopr-none"));
+    // a set of trials (tba run --trials): the SoPR cards read SoPR over trials [95% CI]; pass@K / pass^K beside them
+    var tr = h.trials;
+    if (tr && tr.text) cards.appendChild(card("over " + tr.count + " trials", "pass@" + tr.k + " " + fmtPct(tr.passAt) +
+      " · pass^" + tr.k + " " + fmtPct(tr.passHat), "flip rate " + fmtPct(tr.flip) + " · " + tr.variance, tr.definition, "trials"));
+    else if (tr) cards.appendChild(card("over " + tr.count + " trials", "not judged", "run `tba evaluate` on the set", tr.definition, "trials"));
     // the run summary's counts (evaluation/counts.py): the same words and numbers as tba run prints
     var counted = h.answered === undefined ? "" : " · answered " + h.answered + ", win " + h.win;
     cards.appendChild(card("valid answers", h.valid + " / " + h.queries, pct(h.valid, h.queries) + counted,
@@ -226,6 +231,8 @@
     // against the StableToolBench leaderboard's setup (evaluation/comparability.py): on every first screen
     if (h.comparability) box.appendChild(el("p", {cls: /^comparable/.test(h.comparability) ? "meta" : "warning", id: "comparability", text: h.comparability}));
     if (h.judgeCard) box.appendChild(el("p", {cls: "meta", id: "judge-card", text: h.judgeCard}));
+    // what the run cost and how fast its model answered (runs/cost.py): money only from a --prices file
+    if (h.cost) box.appendChild(el("p", {cls: "meta", id: "cost", text: "cost: " + h.cost}));
     var marked = ["upstream", "strict"].map(function (mode) { return sopr[mode]; }).filter(function (s) { return s && s.mark; });
     if (marked.length) box.appendChild(el("p", {cls: "meta", id: "sopr-mark", text: marked[0].mark + " SoPR: " + marked[0].markWhy}));
     // evaluations are kept apart per judge (evaluation/evaluations.py): say whose labels these are
@@ -248,6 +255,8 @@
     if (run.notes.length) box.appendChild(el("ul", {cls: "notes"}, run.notes.map(function (n) { return el("li", {text: n}); })));
     return box;
   }
+
+  function fmtPct(x) { return x === null || x === undefined ? "–" : Number(x).toFixed(1); }
 
   function card(title, value, sub, why, id, cls) {
     return el("div", {cls: "card " + (cls || ""), id: "card-" + id, title: why},
@@ -392,7 +401,9 @@
     host.textContent = "";
     var pages = pager(shown.length);
     host.appendChild(pages.box);
-    var heads = ["group", "id", "query", "outcome", "win", "valid", "label", "calls", "error kinds", "status codes", "wall s"];
+    var trials = run.queries.length && run.queries[0].tr !== undefined;  // a set of trials: "Solved in c of K trials"
+    var heads = ["group", "id", "query", "outcome", "win", "valid", "label"].concat(trials ? ["trials"] : [])
+      .concat(["calls", "error kinds", "status codes", "wall s"]);
     var table = el("table", {cls: "queries"}, el("tr", null, heads.map(function (h) { return el("th", {text: h}); })));
     var opened = null;
     shown.slice(pages.start, pages.end).forEach(function (i) {
@@ -402,7 +413,8 @@
         el("td", {text: run.groups[q.g]}), el("td", {text: q.id}), el("td", {cls: "qtext", text: short(q.q, 160)}),
         el("td", null, outcomeBadge(q)),
         el("td", null, badge(q.win ? "win" : "no", q.win ? "ok" : "bad")), el("td", null, badge(q.valid ? "valid" : "invalid", q.valid ? "ok" : "bad")),
-        el("td", null, labelBadge(q.label)), el("td", {cls: "num", text: fmt(q.calls)}),
+        el("td", null, labelBadge(q.label)), trials ? el("td", {cls: "trials", text: q.tr}) : null,
+        el("td", {cls: "num", text: fmt(q.calls)}),
         el("td", {cls: "kinds"}, q.err.map(function (e) { return badge(e, "bad"); })), el("td", {cls: "kinds"}, q.st.map(function (s) { return badge(statusText(s), statusClass(s)); })),
         el("td", {cls: "num", text: fmt(q.wall)}));
       table.appendChild(row);
