@@ -58,7 +58,7 @@ def test_the_project_keeps_every_import_contract(project_copy):
     # a lower room of the library reaching up (the transport reading a run folder; before issue 44 the caps module
     # imported server/ratelimit.py, a room above it)
     ("toolbench_adapter/net/transport.py", "from toolbench_adapter.runs import folder  # noqa",
-     "toolbench_adapter: report -> doctor"),
+     "toolbench_adapter: report"),
     # a label file's reader depending on a judge
     ("toolbench_adapter/evaluation/storage.py", "from toolbench_adapter.evaluation.judging import judge  # noqa",
      "evaluation's top-level modules import none"),
