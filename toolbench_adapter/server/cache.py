@@ -44,6 +44,8 @@ from toolbench_adapter.files.fileio import output_path_error, write_json_atomic
 from toolbench_adapter.files.folder_files import files_under
 
 from .names import SIMULATED_DIR, ApiKey
+from .provenance import mark_of
+from .provenance import marked as provenance_marked
 
 try:
     import fcntl
@@ -248,6 +250,23 @@ class _Store:
                 return True
 
 
+def _found(main: dict | None, simulated: dict | None, key: str) -> tuple[Any, bool, str | None] | None:
+    """(answer, in the _simulated mirror, its maker's mark) of ``key``: the main tree's answer where it has one
+    (served as before), the mark from the mirror's entry, else the answer's own."""
+    mirrored = simulated[key] if simulated is not None and key in simulated else _ABSENT
+    if main is not None and key in main:
+        answer = main[key]
+    elif mirrored is not _ABSENT:
+        answer = mirrored
+    else:
+        return None
+    in_mirror = mirrored is not _ABSENT
+    return answer, in_mirror, mark_of(mirrored) if in_mirror else mark_of(answer)
+
+
+_ABSENT = object()
+
+
 def _merged(disk: dict, memory: dict) -> dict:
     """The file's entries in its order, then those only this process has (a write that failed earlier)."""
     merged = dict(disk)
@@ -284,23 +303,18 @@ class ResponseCache:
     def file_count(self) -> int:
         return len(self.main.files)
 
-    def lookup(self, api: ApiKey, key: str) -> tuple[Any, bool] | None:
-        """(answer, simulated) for a cached key, else None. A miss first takes in what other servers sharing
-        the folder saved to this API's files."""
+    def lookup(self, api: ApiKey, key: str) -> tuple[Any, bool, str | None] | None:
+        """(answer, simulated, mark) for a cached key, else None: ``simulated`` when the key is in the _simulated
+        mirror, ``mark`` the name of the simulator its mirror entry (or the answer) is marked with (provenance.py).
+        A miss first takes in what other servers sharing the folder saved to this API's files."""
         rel = api.relative_path()
         hit = self._lookup(rel, key)
         if hit is None and (self.main.refresh(rel) | self.simulated.refresh(rel)):
             hit = self._lookup(rel, key)
         return hit
 
-    def _lookup(self, rel: str, key: str) -> tuple[Any, bool] | None:
-        simulated = self.simulated.known(rel)
-        main = self.main.known(rel)
-        if main is not None and key in main:
-            return main[key], bool(simulated) and key in simulated
-        if simulated is not None and key in simulated:
-            return simulated[key], True
-        return None
+    def _lookup(self, rel: str, key: str) -> tuple[Any, bool, str | None] | None:
+        return _found(self.main.known(rel), self.simulated.known(rel), key)
 
     @property
     def generation(self) -> tuple[int, int]:
@@ -308,35 +322,34 @@ class ResponseCache:
         replies prepared from the cache are valid while it stays the same."""
         return self.main.changes, self.simulated.changes
 
-    def lookup_in_memory(self, rel: str, key: str) -> tuple[Any, bool] | None:
+    def lookup_in_memory(self, rel: str, key: str) -> tuple[Any, bool, str | None] | None:
         """lookup() for the event loop: only files already parsed, no disk at all; None when it cannot say
         (a file not parsed yet, or a miss: lookup() then reads, or takes in other servers' saves)."""
         main, simulated = self.main.entries.get(rel), self.simulated.entries.get(rel)
         if (main is None and rel in self.main.files) or (simulated is None and rel in self.simulated.files):
             return None
-        if main is not None and key in main:
-            return main[key], bool(simulated) and key in simulated
-        if simulated is not None and key in simulated:
-            return simulated[key], True
-        return None
+        return _found(main, simulated, key)
 
     def examples(self, api: ApiKey, limit: int = 5) -> list[tuple[str, Any]]:
-        """Real (non-simulated) entries of an API, in file order: few-shot material for the LLM simulators."""
+        """Real (non-simulated) entries of an API, in file order: few-shot material for the LLM simulators (an
+        entry marked by the simulator that made it, provenance.py, is not real either)."""
         rel = api.relative_path()
         main = self.main.known(rel)
         if not main:
             return []
         simulated = self.simulated.known(rel) or {}
-        real = [(k, v) for k, v in list(main.items()) if k not in simulated]
+        real = [(k, v) for k, v in list(main.items()) if k not in simulated and mark_of(v) is None]
         return real[:limit]
 
-    def store_simulated(self, api: ApiKey, key: str, answer: Any) -> bool:
+    def store_simulated(self, api: ApiKey, key: str, answer: Any, made_by: str | None = None) -> bool:
         """Keep a simulated answer; False when it was not written (no saving, or the disk refused: then it is
-        logged in one line, counted in ``save_failures``, and served from memory)."""
+        logged in one line, counted in ``save_failures``, and served from memory). ``made_by``: the simulator's
+        name, kept with the mirror's entry (provenance.py); the main tree keeps upstream's entry as it is."""
         rel = api.relative_path()
         try:
             # the mark first: a crash between the two writes must never leave an unmarked simulated entry
-            marked = self.simulated.put(rel, key, answer, self.save)
+            marked = self.simulated.put(rel, key, provenance_marked(answer, made_by) if made_by else answer,
+                                        self.save)
         except OSError as exc:
             marked = False
             self._save_failed(exc)
