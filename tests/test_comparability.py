@@ -20,16 +20,9 @@ from runners.execution.runner import Runner
 from runners.judging.evaluate import evaluate_run
 from tests.test_report_chromium import chromium  # noqa: F401 (a fixture)
 from toolbench_adapter.evaluation import comparability
-from toolbench_adapter.evaluation.comparability import (
-    AS_DECLARED,
-    COMPARABLE,
-    NOT_COMPARABLE,
-    classify_queries,
-    digest_table,
-    stb_digests,
-    verdict,
-)
+from toolbench_adapter.evaluation.comparability import AS_DECLARED, COMPARABLE, NOT_COMPARABLE, verdict
 from toolbench_adapter.evaluation.evaluations import choose_evaluation
+from toolbench_adapter.evaluation.stb_queries import classify_queries, digest_table, stb_digests
 from toolbench_adapter.queryset.queries import QuerySet
 from toolbench_adapter.report.headline import headline
 from toolbench_adapter.report.run_data import load_run

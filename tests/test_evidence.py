@@ -262,3 +262,29 @@ def test_case_5_a_forged_card_is_not_cited_by_tba_table(capsys, tmp_path):
     out = capsys.readouterr().out
     assert "kappa 0.99" not in out and "judge card unreadable: " in out
     shutil.rmtree(tmp_path / "t")
+
+
+# ---------------------------------------------------------------- issue 41: said before the first query
+
+def test_a_run_says_what_makes_it_not_comparable_before_its_first_query_and_goes_on(tmp_path, capfd):
+    """A new user's 765-query run with missing tool documents started without a word (5 h 53 min on the bar):
+    before its first model call the run names the coverage shortfall (n of N, the first missing tools) and the
+    rest that is not the leaderboard's, in one line, and runs."""
+    (tmp_path / "tools").mkdir()
+    before_first_call: list[str] = []
+
+    def first_call(request):
+        if not before_first_call:
+            before_first_call.append(capfd.readouterr().err)
+        return react_script(request)
+
+    cfg = RunConfig(name="r", out_root=str(tmp_path), backend="scripted", dialect="toolllama", stb_root=STB,
+                    groups=["G1_instruction"], limit=3, tool_root=str(tmp_path / "tools"), concurrency=1)
+    Runner(cfg, backend=ScriptedBackend(script=first_call), progress=False).run()
+    [said] = before_first_call
+    [line] = [text for text in said.splitlines() if text.startswith("tba run: ")]
+    assert line.startswith(f"tba run: {NOT_COMPARABLE} (before the judge): agent: the scripted backend")
+    assert re.search(r"tool documents: 0 of (\d+) tools \(missing: Data/\w+", line), line
+    assert "tool responses: cache misses answered by the schema simulator" in line and "`tba doctor`" in line
+    assert "judge" not in line.split("(before the judge)")[1]  # the judge is tba evaluate's to check
+    assert len(list((tmp_path / "r").glob("G1_instruction/*.json"))) == 3  # and the run went on

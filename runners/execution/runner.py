@@ -29,7 +29,6 @@ from typing import Any
 from tqdm import tqdm
 
 from toolbench_adapter.errors import InputError
-from toolbench_adapter.evaluation.comparability import SETUP_FIELD, run_notice
 from toolbench_adapter.files.fileio import AppendFiles, write_json_atomic
 from toolbench_adapter.queryset.queries import Query
 from toolbench_adapter.runs.folder import (
@@ -56,7 +55,7 @@ from .progress import ProgressTally
 from .query import QueryOutcome, QueryRunner
 from .resume import pending
 from .runlock import RunFolderLock
-from .setup_facts import coverage_of, refuse_unreadable_documents
+from .setup_facts import measured_coverage, say_before_run
 
 
 class CannotWriteRun(InputError):
@@ -215,10 +214,8 @@ class Runner:
         if (self.run_dir / STEPS_DIR).is_dir():
             collect_steps(self.run_dir, skip={self.steps_path(q.group, q.query_id) for q in todo})
         started = time.time()
-        # measured once a session: the manifest and the notice read it; a tool document the prompts would need
-        # but cannot be read (a FIFO, binary, too big, a link loop) is exit 2 naming it, before any query
-        self.tool_coverage, self.tool_session = coverage_of(self.cfg), None
-        refuse_unreadable_documents(self.tool_coverage)
+        # once a session (the manifest and the notice read it); an unreadable tool document: exit 2, no query run
+        self.tool_coverage, self.tool_session = measured_coverage(self.cfg), None
         manifest = self._manifest(previous, started=started)
         manifest["sessions"][-1].update(queries_selected=len(todo) + done_before, queries_to_run=len(todo))
         outcomes: list[QueryOutcome] = []
@@ -239,9 +236,7 @@ class Runner:
                 except OSError as exc:  # a file in the way, a read-only place: say so before any query runs
                     raise InputError(f"cannot write the run folder ({exc.strerror or exc})", path=self.run_dir,
                                      fix="choose a writable --out-root, or another --name") from None
-                notice = run_notice(manifest.get(SETUP_FIELD))  # what makes it not comparable, before it starts
-                if notice and todo:
-                    tqdm.write(f"tba run: {notice}", file=sys.stderr)
+                say_before_run(manifest, todo)  # what makes it not comparable, before it starts
                 with CtrlC(lambda: len(self.executor.in_flight()), self._stop_starting) as ctrl_c:
                     stream = self.executor.map(self, todo, client)
                     for query, outcome in stream:
@@ -267,13 +262,13 @@ class Runner:
                 endpoints = self.executor.endpoint_stats(self, client)  # requests served / failed per endpoint
             except CannotWriteRun as exc:
                 bar.close()
-                self._end_tool_session()  # the interrupted session's tool calls count too
+                self.tool_session = self.tool_probe.end()  # the interrupted session's tool calls count too
                 with contextlib.suppress(OSError):  # still full: the session stays recorded as not finished
                     self._record_interruption(manifest, exc, outcomes, todo, done_before, started)
                 raise
             except KeyboardInterrupt as exc:
                 bar.close()
-                self._end_tool_session()  # before the record: a resumed run sums every session's calls
+                self.tool_session = self.tool_probe.end()  # before the record: a resumed run sums them all
                 self._record_interruption(manifest, exc, outcomes, todo, done_before, started)
                 raise
             finally:
@@ -281,7 +276,7 @@ class Runner:
                 if stream is not None:
                     stream.close()  # after a second Ctrl-C: lets go of the queries in flight without waiting
                 client.close()
-                self._end_tool_session()
+                self.tool_session = self.tool_probe.end()  # this session's hits, misses and who made the answers
         self.appends.close()  # every query has ended: steps.jsonl is rewritten whole, in a stable order
         collect_steps(self.run_dir)
         remove_empty_dirs(self.run_dir / FAILED_DIR)  # redone failures leave their folders behind
@@ -295,11 +290,6 @@ class Runner:
                 f"--stop-after-infra-failures sets the limit")
         write_json_atomic(self.run_dir / MANIFEST, manifest, fsync=True)
         return manifest
-
-    def _end_tool_session(self) -> None:
-        """This session's hits, misses and who made the answers, read from the tool server once."""
-        if self.tool_probe is not None and self.tool_probe.begun and self.tool_session is None:
-            self.tool_session = self.tool_probe.session()
 
     def _stop_starting(self) -> None:
         """The first Ctrl-C: no query starts from now on (threads skip them, ray dispatches no more)."""

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import urllib.request
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from tqdm import tqdm
+
 from toolbench_adapter.errors import InputError
-from toolbench_adapter.evaluation.comparability import RESPONSE_COUNTS, classify_queries, merge_queries
+from toolbench_adapter.evaluation.comparability import RESPONSE_COUNTS, run_notice
+from toolbench_adapter.evaluation.stb_queries import classify_queries, merge_queries
 from toolbench_adapter.queryset.queries import resolve_root
 from toolbench_adapter.queryset.tool_coverage import ToolCoverage, tool_coverage
 from toolbench_adapter.structured.describe import policy_of
@@ -51,6 +55,7 @@ class ToolServerProbe:
         self.simulator = simulator
         self.start: dict | None = None
         self.begun = False
+        self.ended: dict | None = None
 
     def _stats(self) -> dict | None:
         if self.embedded is not None:
@@ -70,6 +75,12 @@ class ToolServerProbe:
         if self.simulator is None and self.urls:
             names = {(_server_get(url, "/health") or {}).get("simulator") for url in self.urls}
             self.simulator = names.pop() if len(names) == 1 and None not in names else None
+
+    def end(self) -> dict | None:
+        """The session's counts (session()), read once however often asked; None before begin()."""
+        if self.begun and self.ended is None:
+            self.ended = self.session()
+        return self.ended
 
     def session(self) -> dict:
         end = self._stats()
@@ -139,10 +150,12 @@ def coverage_of(cfg) -> ToolCoverage | None:
     return tool_coverage(queries, tool_root_of(cfg))
 
 
-def refuse_unreadable_documents(coverage: ToolCoverage | None) -> None:
-    """A tool document the run's prompts need that cannot be read: exit 2 naming it (and how many more)."""
+def measured_coverage(cfg) -> ToolCoverage | None:
+    """The run's coverage (coverage_of); a tool document its prompts need that cannot be read (a FIFO, binary, too
+    big, a link loop) is exit 2 naming it (and how many more), before any query."""
+    coverage = coverage_of(cfg)
     if coverage is None or not coverage.unreadable:
-        return
+        return coverage
     name, problem = next(iter(coverage.unreadable.items()))
     path, _, why = problem.partition(": ")
     more = len(coverage.unreadable) - 1
@@ -150,6 +163,14 @@ def refuse_unreadable_documents(coverage: ToolCoverage | None) -> None:
                      path=path, field="--tool-root",
                      fix="restore the file from the tool environment release, or remove it (the prompt then reads "
                      "no description for that tool)")
+
+
+def say_before_run(manifest: dict, todo: list) -> None:
+    """Before the first query of a session with queries to run: what makes its setup not the leaderboard's, in
+    one line on stderr (comparability.run_notice), and the run goes on."""
+    notice = run_notice(manifest.get(FIELD))
+    if notice and todo:
+        tqdm.write(f"tba run: {notice}", file=sys.stderr)
 
 
 def setup_facts(cfg, previous: dict | None, session: dict | None = None, *, agent: dict | None = None,

@@ -8,13 +8,13 @@ adds its judge (evaluation.json's ``judge``: the model id, the endpoints, whethe
 - declared: named like the leaderboard's, but what stands behind the name cannot be checked here;
 - failed: measured here and not the leaderboard's, or not recorded.
 
-One rule gives the verdict (``decide``; tests/test_evidence_rules.py holds the code to this table):
+One rule gives the verdict (``decide``; tests/test_evidence_rules.py holds the code to this table: "–" is either):
 
-| states of the conditions | verdict | the line |
-|---|---|---|
-| all verified | yes | comparable with the StableToolBench leaderboard: yes |
-| none failed, some declared | as declared | comparable with the StableToolBench leaderboard as declared: each declared piece and why it cannot be checked |
-| some failed | not comparable | not comparable with the StableToolBench leaderboard: each failed condition and its figure |
+| a condition failed | a condition only declared | verdict | the line |
+|---|---|---|---|
+| yes | – | not comparable | not comparable with the StableToolBench leaderboard: each failed condition and its figure |
+| no | yes | as declared | comparable with the StableToolBench leaderboard as declared: each declared piece and why it cannot be checked here |
+| no | no | yes | comparable with the StableToolBench leaderboard: yes |
 
 The conditions (the leaderboard's setup: StableToolBench README at aa4ed9f, its GPT-based caching and MirrorAPI
 tables):
@@ -33,15 +33,14 @@ The ``llm`` simulator counts as GPT-based: it asks the chat model it is given, w
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from toolbench_adapter.queryset.query_identity import canonical_sha256
 from toolbench_adapter.queryset.tool_coverage import coverage_figure, merge_coverage
+
+from .stb_queries import STB_QUERIES, merge_queries, stb_digests
 
 LEADERBOARD = "the StableToolBench leaderboard"
 COMPARABLE = f"comparable with {LEADERBOARD}: yes"
@@ -51,8 +50,7 @@ VERIFIED, DECLARED, FAILED = "verified", "declared", "failed"  # a condition's s
 YES, AS_DECLARED_VERDICT, NO = "yes", "as declared", "not comparable"  # the verdicts
 # the leaderboard's judges are OpenAI's models: only OpenAI's own API host shows which weights answer to the name
 PROVIDER_HOSTS = frozenset({"api.openai.com"})
-DIGESTS = Path(__file__).resolve().parent.parent / "data" / "stb_queries" / "digests.json"
-STB_QUERIES = 765
+PROJECT = Path(__file__).resolve().parents[2]  # the checkout: query folders inside it are named relative to it
 METHODS = ("CoT@1", "DFS_woFilter_w2")
 # what answered the cache misses -> the judge of the leaderboard table made with it
 JUDGE_BY_SIMULATOR = {"llm": "gpt-4-turbo-2024-04-09", "mirrorapi": "gpt-4o"}
@@ -61,52 +59,6 @@ SIMULATOR_WORDS = {"schema": "the schema simulator (synthetic)",
                    "none": "no simulator (an error answer)",
                    "llm": "the GPT-based simulator", "mirrorapi": "MirrorAPI"}
 LEADERBOARD_SIMULATORS = ("llm", "mirrorapi")
-
-
-def query_digest(record: dict) -> str:
-    """sha256 of a query record as canonical JSON (keys sorted, no spaces, UTF-8): the query, its id, its API list
-    and every other field, so a changed query under a known id is another query."""
-    return canonical_sha256(record)
-
-
-def digest_table(query_dir: str | Path) -> dict[str, dict[str, str]]:
-    """group -> query id -> digest, over every record of each ``{group}.json`` of a test_instruction folder (how
-    the shipped table was made: ``python -m toolbench_adapter.evaluation.comparability DIR``)."""
-    table = {}
-    for path in sorted(Path(query_dir).glob("*.json")):
-        records = json.loads(path.read_text(encoding="utf-8"))
-        table[path.stem] = {str(r["query_id"]): query_digest(r) for r in records}
-    return table
-
-
-@lru_cache(maxsize=1)
-def stb_digests() -> dict[str, dict[str, str]]:
-    return json.loads(DIGESTS.read_text(encoding="utf-8"))["groups"]
-
-
-def classify_queries(queries, root: str | Path) -> dict:
-    """The facts of a selection (Query objects): which of them are StableToolBench's (same group, id and
-    digest) and which are not, as {group: [ids]} each."""
-    known = stb_digests()
-    stb: dict[str, list[int]] = {}
-    other: dict[str, list[int]] = {}
-    for query in queries:
-        same = known.get(query.group, {}).get(str(query.query_id)) == query_digest(query.raw)
-        (stb if same else other).setdefault(query.group, []).append(query.query_id)
-    return {"root": str(root), "stb": stb, "other": other}
-
-
-def merge_queries(old: dict | None, new: dict) -> dict:
-    """A run folder's queries over its sessions: the ids of each side, united."""
-    if not isinstance(old, dict):
-        return new
-    merged = {"root": new.get("root")}
-    for side in ("stb", "other"):
-        groups = {**(old.get(side) or {})}
-        for group, ids in (new.get(side) or {}).items():
-            groups[group] = sorted(set(groups.get(group, [])) | set(ids))
-        merged[side] = groups
-    return merged
 
 
 def merge_setups(setups: list) -> dict | None:
@@ -136,7 +88,7 @@ def merge_setups(setups: list) -> dict | None:
 def _short(root: str) -> str:
     """A query folder as the reason names it: relative to the project when inside it (data/sample)."""
     try:
-        return str(Path(root).resolve().relative_to(DIGESTS.parents[3]))
+        return str(Path(root).resolve().relative_to(PROJECT))
     except (ValueError, OSError):
         return root
 
@@ -256,18 +208,6 @@ def _tool_responses(facts) -> Condition:
     return Condition("tool responses", VERIFIED, measured, figure)
 
 
-def hit_share(facts: dict | None) -> str:
-    """``97 of 100 tool responses from the cache`` (after who made them: provenance) or ``cache hits not
-    reported``."""
-    facts = facts or {}
-    requests, made = facts.get("requests"), _made_by(facts)
-    if not isinstance(requests, int) or made is None:
-        return "cache hits not reported"
-    if not requests:
-        return "no tool call reached the server"
-    return f"{requests - sum(made.values())} of {requests} tool responses from the cache"
-
-
 def _hosts(endpoints) -> list[str]:
     return [urlsplit(str(url)).hostname or str(url) for url in endpoints or []]
 
@@ -385,9 +325,13 @@ def verdict(setup: dict | None, judge: dict | None) -> Verdict:
     setup = setup if isinstance(setup, dict) else {}
     responses = setup.get("tool_responses")
     simulator = responses.get("simulator") if isinstance(responses, dict) else None
-    return Verdict((_agent(setup.get("agent")), _queries(setup.get("queries")),
-                    _tool_documents(setup.get("tool_documents")), _tool_responses(responses),
-                    _judge(judge, simulator), _method(setup.get("method"))))
+    conditions = (_agent(setup.get("agent")), _queries(setup.get("queries")),
+                  _tool_documents(setup.get("tool_documents")), _tool_responses(responses), _judge(judge, simulator),
+                  _method(setup.get("method")))
+    return Verdict(conditions)
+
+
+CONDITIONS = ("agent", "queries", "tool documents", "tool responses", "judge", "method")  # in the line's order
 
 
 def line_of(setup: dict | None, judge: dict | None) -> str:
@@ -427,16 +371,3 @@ RESPONSE_COUNTS = ("requests", "hits", "simulated_hits", "misses")
 MADE_BY = "made_by"
 SETUP_FIELD = "setup_facts"  # the manifest's key (runners/execution/setup_facts.py writes it)
 NOT_RECORDED = f"{NOT_COMPARABLE}: setup not recorded (score or label files, not an evaluation of a tba run)"
-
-
-if __name__ == "__main__":  # rebuild the shipped table from a test_instruction folder
-    import sys
-
-    source = Path(sys.argv[1])
-    data = {"note": "sha256 of each query record as canonical JSON (json.dumps sort_keys=True, ensure_ascii=False, "
-                    "separators=(',', ':'), UTF-8): comparability.query_digest; from "
-                    "data/stabletoolbench/solvable_queries/test_instruction, StableToolBench commit aa4ed9f",
-            "groups": digest_table(source)}
-    DIGESTS.parent.mkdir(parents=True, exist_ok=True)
-    DIGESTS.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    print(f"{sum(map(len, data['groups'].values()))} digests written to {DIGESTS}")

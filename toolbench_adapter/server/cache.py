@@ -30,6 +30,7 @@ each rewrite small. Files built by ``tba cache build`` may be larger: they are r
 from __future__ import annotations
 
 import contextlib
+import errno
 import itertools
 import json
 import logging
@@ -38,6 +39,7 @@ import threading
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
+from stat import S_ISREG
 from typing import Any
 
 from toolbench_adapter.files.fileio import output_path_error, write_json_atomic
@@ -59,6 +61,7 @@ LOCK_STRIPES = 64  # thread locks (and fallback lock files): chosen by a hash of
 
 MAX_FILE_ENTRIES = 5000  # per API file; StableToolBench's own files hold far fewer per API
 MAX_FILE_BYTES = 8 << 20  # 8 MiB on disk: each new entry rewrites the file
+READ_MAX_BYTES = 256 << 20  # a file past this is not read (served as empty, never written over): not a cache file
 
 Signature = tuple[int, int, int]  # (inode, mtime in ns, size): os.replace by anyone changes the inode
 
@@ -128,6 +131,7 @@ class _Store:
         self.files: set[str] = set()
         self.entries: dict[str, dict] = {}
         self.broken: set[str] = set()
+        self.why: dict[str, str] = {}  # relative path -> why it cannot be read (said once, by get_file)
         self.signatures: dict[str, Signature | None] = {}  # the file as this process last read or wrote it
         # a new value (unique, from a counter: no lost update between threads) after each change to entries
         # already in memory: replies prepared from the cache (handler.answer_hit) are dropped when it moves
@@ -156,7 +160,8 @@ class _Store:
             if rel in self.files:
                 entries, signature = self._load(rel)
                 if entries is None:
-                    log.warning("cache file %s unreadable: served as empty, never overwritten", self.root / rel)
+                    log.warning("cache file %s unreadable (%s): served as empty, never overwritten", self.root / rel,
+                                self.why.get(rel, "not a JSON object"))
                     self.broken.add(rel)
                     entries = {}
                 self.signatures[rel] = signature
@@ -167,12 +172,19 @@ class _Store:
         """(entries, signature of what was read); entries None when the file is not a readable JSON object."""
         path = self.root / rel
         try:
-            with open(path, encoding="utf-8") as handle:
+            if not S_ISREG(os.stat(path).st_mode):  # a FIFO would block open(), a device be read forever
+                self.why[rel] = "not a regular file, never opened"
+                return None, None
+            with open(path, "rb") as handle:
                 stat = os.fstat(handle.fileno())  # the file read, even if another process replaces the name now
-                data = json.load(handle)
+                if stat.st_size > READ_MAX_BYTES:  # never read whole
+                    self.why[rel] = f"{stat.st_size} bytes, over the {READ_MAX_BYTES >> 20} MiB a cache file is read to"
+                    return None, None
+                data = json.loads(handle.read(READ_MAX_BYTES + 1).decode("utf-8"))
         except FileNotFoundError:
             return {}, None
-        except (OSError, ValueError, RecursionError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:  # not UTF-8 (a ValueError too), not JSON, a link loop
+            self.why[rel] = " ".join(f"{type(exc).__name__}: {exc}".split())[:200]
             log.debug("cache file %s unreadable (%s)", path, exc)
             return None, None
         signature = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
@@ -278,8 +290,11 @@ def _merged(disk: dict, memory: dict) -> dict:
 def write_cache_file(path: Path, data: Any, root: Path) -> None:
     """A cache file, only inside the cache folder, written by fileio.write_json_atomic (readers see the old file
     or the new one, never half)."""
-    resolved_root = root.resolve()
-    target = path.resolve()
+    try:
+        resolved_root = root.resolve()
+        target = path.resolve()
+    except (OSError, RuntimeError) as exc:  # a link loop in the folder (Python 3.11 raises RuntimeError)
+        raise OSError(errno.ELOOP, f"cannot resolve {path} ({exc})") from None
     if resolved_root not in target.parents:
         raise ValueError(f"refusing to write {target}: outside {resolved_root}")
     write_json_atomic(target, data, indent=2, ensure_ascii=False)
