@@ -25,7 +25,7 @@ from typing import Any
 from .catalog import ApiDoc
 from .names import ApiKey
 from .simulators.base import SimulationRequest
-from .simulators.schema import SchemaSimulator
+from .simulators.schema import SchemaSimulator, could_have_made
 
 MARK = "_tba_made_by"  # an entry's mark: the name of the simulator that made it
 UNMARKED = "a simulator (unmarked)"  # in the _simulated/ mirror, without a mark: which one is not known
@@ -71,6 +71,8 @@ def is_schema_answer(answer: Any, key: ApiKey, tool_input: Any, cache_key: str, 
     """Whether ``answer`` is what the schema simulator answers to this request (with ``doc``, or without any)."""
     if not isinstance(answer, dict) or answer.get("error") != "":
         return False  # its answers always carry an empty error
+    if not could_have_made(answer.get("response"), doc):  # most real answers end here, with no simulation
+        return False
     stored = _canonical(served(answer))
     if stored is None:
         return False
