@@ -364,6 +364,11 @@ def test_a_run_merged_from_shards_records_every_shards_queries_and_counts(tmp_pa
     merged = json.loads((tmp_path / "merged" / "manifest.json").read_text())["setup_facts"]
     assert sum(map(len, merged["queries"]["other"].values())) == 6
     assert merged["tool_responses"]["requests"] == sum(f["tool_responses"]["requests"] for f in facts)
+    # who made the answers, summed over the shards; the tool documents over every shard's tools (issue 40)
+    assert merged["tool_responses"]["made_by"] == {"schema": sum(f["tool_responses"]["made_by"]["schema"]
+                                                                 for f in facts)} != {"schema": 0}
+    assert merged["tool_documents"]["tools"] == 7 > max(f["tool_documents"]["tools"] for f in facts)
+    assert merged["agent"] == {"backend": "scripted", "model": "scripted"}
 
 
 def test_the_first_screen_says_not_comparable_and_why_in_chromium(chromium, tmp_path):  # noqa: F811

@@ -288,3 +288,29 @@ def test_a_run_says_what_makes_it_not_comparable_before_its_first_query_and_goes
     assert "tool responses: cache misses answered by the schema simulator" in line and "`tba doctor`" in line
     assert "judge" not in line.split("(before the judge)")[1]  # the judge is tba evaluate's to check
     assert len(list((tmp_path / "r").glob("G1_instruction/*.json"))) == 3  # and the run went on
+
+
+def test_case_1_at_the_issues_scale_names_each_figure():
+    """The issue's figures, from the measured facts of a 765-query scripted run with an empty tool folder whose every
+    response was the schema simulator's (the run itself: tests above on 3 queries; the report states the full run)."""
+    from toolbench_adapter.evaluation.comparability import verdict
+    from toolbench_adapter.evaluation.stb_queries import classify_queries
+    from toolbench_adapter.queryset.queries import QuerySet
+    from toolbench_adapter.queryset.tool_coverage import tool_coverage
+
+    queries = list(QuerySet(STB).iter())
+    setup = {"agent": {"backend": "scripted", "model": "scripted"}, "queries": classify_queries(queries, STB),
+             "tool_documents": tool_coverage(queries, "/nonexistent/empty").as_facts(),
+             "tool_responses": {"server": "embedded", "simulator": "schema", "requests": 765, "hits": 765,
+                                "simulated_hits": 765, "misses": 0, "made_by": {"schema": 765}},
+             "method": {"method": "CoT@1", "constrain": "off", "on_invalid": "observe"}}
+    judge = {"model": GPT_CACHE_JUDGE, "endpoints": ["http://127.0.0.1:8000/v1"], "listed": True,
+             "evaluate_times": 3, "evaluator": "default", "self_judged": False}
+    found = verdict(setup, judge)
+    assert found.reasons == ["agent: the scripted backend, not a model",
+                             "tool documents: 0 of 814 tools (no folder /nonexistent/empty; missing: "
+                             "Advertising/asdfadsf, Advertising/get_20211230_testing_upload_swagger, Advertising/lets, "
+                             "Advertising/petstoreratelimit, Advertising/reqres_dont_change and 809 more)",
+                             "tool responses: 765 of 765 made by the schema simulator; cache misses answered by the "
+                             "schema simulator (synthetic)"]
+    assert found.declared[0].startswith("judge: gpt-4-turbo-2024-04-09 listed by 127.0.0.1")

@@ -107,3 +107,18 @@ def test_a_run_on_a_cache_folder_with_an_unreadable_file_serves_it_as_empty_and_
     assert facts["requests"] == 6 and facts["made_by"]["schema"] == 6  # every call answered (by the simulator)
     if kind in ("binary", "huge"):  # never written over: what was there is still there
         assert bad.stat().st_size == (256 if kind == "binary" else 300 << 20)
+
+
+def test_a_cache_or_tool_folder_that_is_a_link_loop_is_named_not_a_traceback(tmp_path):
+    loop = tmp_path / "loop"
+    os.symlink(loop.name, loop)
+    done = tba("run", "--name", "r", "--out-root", tmp_path / "runs", "--backend", "scripted", "--cache-dir", loop,
+               "--quiet", home=tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert f"{loop}: the cache folder cannot be read" in done.stderr
+    done = tba("run", "--name", "r", "--out-root", tmp_path / "runs", "--backend", "scripted", "--tool-root", loop,
+               "--quiet", home=tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr and str(loop) in done.stderr, done.stderr
+    done = tba("doctor", "--tool-root", loop, "--cache", loop, home=tmp_path)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stdout.count(f"{loop}: no such folder") == 2, done.stdout

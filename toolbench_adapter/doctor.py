@@ -148,8 +148,8 @@ def shown(path: Path) -> str:
 # ---- tool documents ------------------------------------------------------------------------------------------
 
 TOOLS_GET = (f"the tool environment: {TOOLENV_URL} (ToolEnv2404), or the tools/ folder of StableToolBench's cache "
-             f"archive ({CACHE_URL}); pass --tool-root DIR (or TBA_TOOL_ROOT). Without it each tool's description "
-             "line of the prompt reads None")
+             f"archive ({CACHE_URL}); pass --tool-root DIR (or TBA_TOOL_ROOT). Without its document a tool's "
+             "description line in the prompt reads the word None, as upstream's does")
 
 
 def check_tools(tool_root: str | None, stb_root: Path, queries: QuerySet | None) -> Check:
