@@ -39,7 +39,7 @@ class MatrixRow:
     model_calls: int | None = None
     tokens: int | None = None
     seconds: float | None = None
-    verdict: Verdict | None = None  # against the StableToolBench leaderboard (comparability.verdict)
+    comparable: Verdict | None = None  # against the StableToolBench leaderboard (comparability.verdict)
     baseline: bool = False
     paired: PairedDifference | None = None
     paired_note: str = ""  # why no difference: the baseline has no numbers, no query in common
@@ -61,7 +61,7 @@ class MatrixRow:
 
     @property
     def comparability(self) -> str:
-        return self.verdict.line if self.verdict is not None else ""
+        return self.comparable.line if self.comparable is not None else ""
 
 
 @dataclass
@@ -96,10 +96,10 @@ def header(matrix: Matrix) -> list[str]:
 def comparable_text(row: MatrixRow) -> str:
     """``yes``, ``as declared: judge`` or ``no: queries, judge`` (the conditions named; matrix.csv holds the full
     line)."""
-    if row.verdict is None:
+    if row.comparable is None:
         return ""
-    named = row.verdict.reasons if row.verdict.reasons else row.verdict.declared
-    return row.verdict.word + (": " + ", ".join(r.split(":", 1)[0] for r in named) if named else "")
+    named = row.comparable.reasons if row.comparable.reasons else row.comparable.declared
+    return row.comparable.word + (": " + ", ".join(r.split(":", 1)[0] for r in named) if named else "")
 
 
 def delta_text(row: MatrixRow) -> str:
@@ -206,8 +206,8 @@ def to_csv(matrix: Matrix) -> str:
         figures = figures + cost_cells(row.cost) if s is not None else [""] * (len(figures) + len(COST_CSV))
         writer.writerow([row.cell, *row.axes.values(), row.judge, row.self_judged, row.evaluation or "", row.state,
                          row.reason,
-                         *score, *figures, *trial_cells(row, k), *paired, "" if row.verdict is None
-                         else row.verdict.word, row.comparability])
+                         *score, *figures, *trial_cells(row, k), *paired, "" if row.comparable is None
+                         else row.comparable.word, row.comparability])
     return buffer.getvalue()
 
 
