@@ -305,7 +305,7 @@ bench-engine: model vllm  ## queries/min at concurrency 1, 4, 8 through the harn
 # the judge of JUDGE_URL / JUDGE_MODEL); DOCTOR_ARGS passes more flags (tba doctor --help), e.g. --tool-root DIR
 DOCTOR_ARGS ?=
 .PHONY: doctor
-doctor: install  ## check each piece a run comparable with the StableToolBench leaderboard needs: OK, or MISSING and how to get it (exit 1)
+doctor: install  ## check each piece a run comparable with the StableToolBench leaderboard needs: OK, DECLARED or MISSING and how to get it (exit 1 missing, 4 declared)
 	$(TBA) doctor $(if $(STB),--stb-root $(STB)) --cache $(CACHE) --simulator $(SIMULATOR) \
 	  $(if $(JUDGE_URL),--judge-url $(JUDGE_URL)) $(if $(JUDGE_MODEL),--judge-model $(JUDGE_MODEL)) $(DOCTOR_ARGS)
 

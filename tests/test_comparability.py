@@ -1,7 +1,8 @@
 """Issue 33.2 and 33.8: every evaluation stands against the StableToolBench leaderboard's setup in one line
-(comparable: yes, or not comparable and why), printed on every leaderboard, `tba table`, the report headline
-and `tba reproduce --published`; every comparison keeps the judge, self-judged, that line and the axis that
-differs; runs of different query sets are compared over their shared queries, the rest counted (issue 35)."""
+(comparable: yes, as declared, or not comparable and why: issue 40), printed on every leaderboard, `tba table`,
+the report headline and `tba reproduce --published`; every comparison keeps the judge, self-judged, that line and
+the axis that differs; runs of different query sets are compared over their shared queries, the rest counted
+(issue 35)."""
 
 from __future__ import annotations
 
@@ -19,22 +20,23 @@ from runners.execution.runner import Runner
 from runners.judging.evaluate import evaluate_run
 from tests.test_report_chromium import chromium  # noqa: F401 (a fixture)
 from toolbench_adapter.evaluation import comparability
-from toolbench_adapter.evaluation.comparability import (
-    COMPARABLE,
-    NOT_COMPARABLE,
-    assess,
-    classify_queries,
-    digest_table,
-    stb_digests,
-)
+from toolbench_adapter.evaluation.comparability import AS_DECLARED, COMPARABLE, NOT_COMPARABLE, verdict
 from toolbench_adapter.evaluation.evaluations import choose_evaluation
+from toolbench_adapter.evaluation.stb_queries import classify_queries, digest_table, stb_digests
 from toolbench_adapter.queryset.queries import QuerySet
 from toolbench_adapter.report.headline import headline
 from toolbench_adapter.report.run_data import load_run
 
 STB = Path("data/stabletoolbench")
+OPENAI = "https://api.openai.com/v1"
 LEADERBOARD_JUDGE = {"model": "gpt-4-turbo-2024-04-09", "evaluate_times": 3, "self_judged": False,
-                     "evaluator": "default"}
+                     "evaluator": "default", "endpoints": [OPENAI], "listed": True}
+
+
+def assess(setup, judge) -> tuple[bool, list[str]]:
+    """(comparable: yes, the failed conditions) of the one rule."""
+    found = verdict(setup, judge)
+    return found.comparable, found.reasons
 
 
 def all_stb() -> dict:
@@ -42,10 +44,13 @@ def all_stb() -> dict:
 
 
 def leaderboard_setup() -> dict:
-    """Facts that meet every condition: the 765 queries, tool documents, misses by a GPT-based simulator."""
-    return {"queries": all_stb(), "tool_documents": {"tool_root": "toolenv/tools", "found": True},
+    """Facts that meet every condition: a model, the 765 queries, documents for all 814 tools, the run's own
+    server answering from the cache with misses by a GPT-based simulator."""
+    return {"agent": {"backend": "openai-chat", "model": "m"}, "queries": all_stb(),
+            "tool_documents": {"tool_root": "toolenv/tools", "found": True, "tools": 814, "covered": 814,
+                               "used": [], "missing": []},
             "tool_responses": {"server": "embedded", "simulator": "llm", "cache_dir": "cache", "requests": 100,
-                               "hits": 97, "misses": 3},
+                               "hits": 97, "simulated_hits": 0, "misses": 3, "made_by": {"llm": 3}},
             "method": {"method": "CoT@1", "constrain": "off", "on_invalid": "observe"}}
 
 
@@ -53,12 +58,39 @@ def leaderboard_setup() -> dict:
 
 def test_the_leaderboards_setup_is_comparable():
     assert assess(leaderboard_setup(), LEADERBOARD_JUDGE) == (True, [])
+    assert verdict(leaderboard_setup(), LEADERBOARD_JUDGE).line == COMPARABLE
     mirror = leaderboard_setup()
-    mirror["tool_responses"]["simulator"] = "mirrorapi"  # the MirrorAPI table was judged by gpt-4o
+    mirror["tool_responses"].update(simulator="mirrorapi", made_by={"mirrorapi": 3})  # judged by gpt-4o there
     assert assess(mirror, {**LEADERBOARD_JUDGE, "model": "gpt-4o"}) == (True, [])
-    cached = leaderboard_setup()  # every response from the cache: what would answer a miss does not matter
-    cached["tool_responses"].update(simulator="schema", hits=100, misses=0)
-    assert assess(cached, LEADERBOARD_JUDGE) == (True, [])
+
+
+def test_the_simulator_answering_misses_counts_even_without_a_miss():
+    """Issue 40: zero misses no longer skips the simulator condition (every response "from the cache" of a run
+    whose misses would be synthetic is still a schema-simulator setup)."""
+    cached = leaderboard_setup()
+    cached["tool_responses"].update(simulator="schema", hits=100, misses=0, made_by={})
+    comparable, reasons = assess(cached, LEADERBOARD_JUDGE)
+    assert not comparable and reasons == ["tool responses: cache misses answered by the schema simulator (synthetic)"]
+
+
+def test_a_judge_named_like_the_leaderboards_at_another_host_is_declared():
+    found = verdict(leaderboard_setup(), {**LEADERBOARD_JUDGE, "endpoints": ["http://127.0.0.1:8000/v1"]})
+    assert found.kind == "as declared" and found.line.startswith(AS_DECLARED + ": ")
+    assert found.declared == [found.line.removeprefix(AS_DECLARED + ": ")]
+    assert ("judge: gpt-4-turbo-2024-04-09 listed by 127.0.0.1, 3 evaluations: 127.0.0.1 is not the provider's API "
+            "host") in found.line
+
+
+def test_an_external_tool_server_and_a_replay_are_declared():
+    external = leaderboard_setup()
+    external["tool_responses"]["server"] = "http://127.0.0.1:8080/virtual"
+    found = verdict(external, LEADERBOARD_JUDGE)
+    assert found.kind == "as declared" and not found.reasons
+    assert "as counted by the tool server http://127.0.0.1:8080/virtual" in found.line
+    replay = {**leaderboard_setup(), "agent": {"backend": "replay", "model": "replay:x/gpt4_cot",
+                                                "replays": ["x/gpt4_cot"]}}
+    found = verdict(replay, LEADERBOARD_JUDGE)
+    assert found.kind == "as declared" and "agent: replayed recordings of gpt4_cot" in found.line
 
 
 def _changed(path: str, value) -> dict:
@@ -77,14 +109,30 @@ def _changed(path: str, value) -> dict:
     (_changed("queries.stb", {"G1_instruction": [588, 608]}), LEADERBOARD_JUDGE,
      "queries: 2 of StableToolBench's 765 (G1_instruction 2 of 163)"),
     (_changed("queries.other", {"G1_instruction": [5]}), LEADERBOARD_JUDGE, "queries: 1 of 766 are not"),
-    (_changed("tool_documents.found", False), LEADERBOARD_JUDGE, "tool documents: none"),
-    (_changed("tool_responses.simulator", "schema"), LEADERBOARD_JUDGE,
-     "tool responses: synthetic schema simulator (97 of 100 tool responses from the cache)"),
-    (_changed("tool_responses.simulator", "none"), LEADERBOARD_JUDGE, "tool responses: no simulator"),
-    (_changed("tool_responses.simulator", None), LEADERBOARD_JUDGE, "what answered cache misses is unknown"),
+    (_changed("tool_documents.covered", 1) | {"tool_documents": {"tool_root": "t", "found": True, "tools": 814,
+                                                                 "covered": 1, "missing": ["Data/a", "Data/b"]}},
+     LEADERBOARD_JUDGE, "tool documents: 1 of 814 tools (missing: Data/a, Data/b)"),
+    (_changed("tool_documents", {"tool_root": None, "found": False, "tools": 814, "covered": 0}),
+     LEADERBOARD_JUDGE, "tool documents: 0 of 814 tools (no --tool-root given)"),
+    (_changed("tool_responses.made_by", {"schema": 97, "llm": 3}), LEADERBOARD_JUDGE,
+     "tool responses: 97 of 100 made by the schema simulator"),
+    (_changed("tool_responses.simulator", "none"), LEADERBOARD_JUDGE,
+     "tool responses: cache misses answered by no simulator"),
+    (_changed("tool_responses.simulator", None), LEADERBOARD_JUDGE, "what answers cache misses is unknown"),
+    (_changed("tool_responses.made_by", None), LEADERBOARD_JUDGE, "tool responses: not reported by the tool server"),
+    (_changed("agent.backend", "scripted"), LEADERBOARD_JUDGE, "agent: the scripted backend, not a model"),
+    (_changed("agent", None), LEADERBOARD_JUDGE, "agent: not recorded"),
     (leaderboard_setup(), {**LEADERBOARD_JUDGE, "self_judged": True, "model": "SmolLM2"},
      "judge: SmolLM2 self-judged, not gpt-4-turbo-2024-04-09"),
     (leaderboard_setup(), {**LEADERBOARD_JUDGE, "model": "gpt-4o-mini"}, "judge: gpt-4o-mini, not gpt-4-turbo"),
+    (leaderboard_setup(), {**LEADERBOARD_JUDGE, "model": "my-tiny-model/gpt-4-turbo-2024-04-09"},
+     "judge: my-tiny-model/gpt-4-turbo-2024-04-09, not gpt-4-turbo-2024-04-09"),
+    (leaderboard_setup(), {**LEADERBOARD_JUDGE, "model": "hf:/models/gpt-4-turbo-2024-04-09", "endpoints": []},
+     "judge: hf:/models/gpt-4-turbo-2024-04-09, not gpt-4-turbo-2024-04-09"),
+    (leaderboard_setup(), {**LEADERBOARD_JUDGE, "model": "GPT-4-Turbo-2024-04-09"},
+     "judge: GPT-4-Turbo-2024-04-09, not gpt-4-turbo-2024-04-09"),
+    (leaderboard_setup(), {**LEADERBOARD_JUDGE, "listed": None}, "is not in the model list of api.openai.com"),
+    (leaderboard_setup(), {**LEADERBOARD_JUDGE, "endpoints": []}, "a model of this process"),
     (leaderboard_setup(), {**LEADERBOARD_JUDGE, "evaluate_times": 1}, "judge: 1 evaluation, not 3"),
     (leaderboard_setup(), None, "judge: not evaluated"),
     (_changed("method.method", "CoT@3"), LEADERBOARD_JUDGE, "method: CoT@3 (the leaderboard's: CoT@1"),
@@ -95,6 +143,8 @@ def test_each_reason_alone_makes_the_setup_not_comparable(setup, judge, reason):
     comparable, reasons = assess(setup, judge)
     assert not comparable
     assert any(reason in r for r in reasons), reasons
+    assert verdict(setup, judge).line.startswith(NOT_COMPARABLE + ": ")
+    assert not any("None" in r for r in reasons)  # issue 41: no Python None in a sentence
     if setup is not None:
         assert len(reasons) == 1, reasons  # only what was changed
 
@@ -146,20 +196,37 @@ def test_a_sample_run_says_not_comparable_and_why_everywhere(tmp_path, capsys):
     facts = json.loads((run_dir / "manifest.json").read_text())["setup_facts"]
     assert facts["tool_responses"]["simulator"] == "schema" and facts["tool_responses"]["requests"] > 0
     assert facts["tool_responses"]["misses"] == facts["tool_responses"]["requests"]  # no cache: all simulated
+    assert facts["agent"] == {"backend": "scripted", "model": "scripted"}
+    assert facts["tool_documents"]["tools"] == 7 and facts["tool_documents"]["covered"] == 0
     evaluate_run(run_dir, Judge("gpt-4o-mini"), evaluate_times=1, cache_path=None, progress=False)
-    expected = ("queries: data/sample (not StableToolBench's)", "tool documents: none",
-                "tool responses: synthetic schema simulator", "judge: gpt-4o-mini, not gpt-4-turbo-2024-04-09")
+    expected = ("agent: the scripted backend, not a model", "queries: data/sample (not StableToolBench's)",
+                "tool documents: 0 of 7 tools (no --tool-root given; missing: ",
+                "tool responses: 6 of 6 made by the schema simulator",
+                "judge: gpt-4o-mini, not gpt-4-turbo-2024-04-09")
     boards = boards_of(run_dir)
     md_line = boards["md"].splitlines()[2]
-    assert md_line.startswith(NOT_COMPARABLE + ": ") and all(reason in md_line for reason in expected)
+    assert md_line.startswith(NOT_COMPARABLE + ": ") and all(reason in md_line for reason in expected), md_line
     row = next(csv.DictReader(io.StringIO(boards["csv"])))
     assert row["comparability"] == md_line
-    assert "not comparable with the StableToolBench leaderboard: queries: data/sample" in boards["tex"]
+    assert "not comparable with the StableToolBench leaderboard: agent: the scripted backend" in boards["tex"]
     record = choose_evaluation(run_dir)[0].data
-    assert record["comparability"]["comparable"] is False and len(record["comparability"]["reasons"]) == 4
+    assert record["comparability"]["comparable"] is False and len(record["comparability"]["reasons"]) == 5
+    assert record["comparability"]["verdict"] == "not comparable" and record["comparability"]["line"] == md_line
+    states = {c["condition"]: c["state"] for c in record["comparability"]["conditions"]}
+    assert states == {"agent": "failed", "queries": "failed", "tool documents": "failed", "tool responses": "failed",
+                      "judge": "failed", "method": "verified"}
     assert main(["table", str(run_dir), "--out", str(tmp_path / "t"), "--no-png"]) == 0
     assert md_line in capsys.readouterr().out.splitlines()
     assert headline(load_run(run_dir))["comparability"] == md_line
+
+
+class ProviderJudge(Judge):
+    """An in-process judge that says it is OpenAI's own API and lists its model (as a GET /models would)."""
+
+    base_urls = ("https://api.openai.com/v1",)
+
+    def served_models(self, url):
+        return [self.model]
 
 
 def test_an_evaluation_meeting_every_condition_says_comparable_yes(tmp_path, capsys):
@@ -167,7 +234,9 @@ def test_an_evaluation_meeting_every_condition_says_comparable_yes(tmp_path, cap
     path = run_dir / "manifest.json"  # a synthetic run: its recorded facts are the leaderboard's setup
     manifest = json.loads(path.read_text())
     path.write_text(json.dumps({**manifest, "setup_facts": leaderboard_setup()}))
-    evaluate_run(run_dir, Judge("gpt-4-turbo-2024-04-09"), evaluate_times=3, cache_path=None, progress=False)
+    evaluate_run(run_dir, ProviderJudge("gpt-4-turbo-2024-04-09"), evaluate_times=3, cache_path=None,
+                 progress=False, preflight=True)
+    assert choose_evaluation(run_dir)[0].data["judge"]["listed"] is True  # the preflight's evidence, recorded
     boards = boards_of(run_dir)
     assert boards["md"].splitlines()[2] == COMPARABLE == "comparable with the StableToolBench leaderboard: yes"
     assert next(csv.DictReader(io.StringIO(boards["csv"])))["comparability"] == COMPARABLE
@@ -193,7 +262,7 @@ def test_reproduce_published_puts_a_runs_row_beside_the_published_ones_with_its_
                  "--match", "GPT-3.5-Turbo-0613 (CoT)=sample"]) == 0
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if x.startswith(str(run_dir)))
-    assert f"{NOT_COMPARABLE}: queries: data/sample" in line
+    assert f"{NOT_COMPARABLE}: agent: the scripted backend" in line and "queries: data/sample" in line
     assert out.index(line) < out.index("Published beside reproduced")
 
 
@@ -217,7 +286,8 @@ def test_compare_runs_keeps_self_judged_comparability_and_names_the_axis(tmp_pat
     stdout = capsys.readouterr().out
     for text in (stdout, (out / "runs.md").read_text(), (out / "summary.md").read_text()):
         assert "judged by: scripted @ http://judge.invalid/v1" in text and "self-judged" in text
-        assert f"{NOT_COMPARABLE}: queries: data/sample" in text and "judge: scripted self-judged" in text
+        assert f"{NOT_COMPARABLE}: agent: the scripted backend" in text and "judge: scripted self-judged" in text
+        assert "queries: data/sample" in text
         assert "the runs differ in: on-invalid" in text
     assert stdout.splitlines()[0].split()[0] == "on-invalid"  # the table's first column: the axis, not "parser"
     parser_column = next(line for line in stdout.splitlines() if line.startswith("model "))
@@ -274,11 +344,13 @@ def test_an_external_tool_server_reports_its_hits_and_what_answers_misses(tmp_pa
     responses = json.loads((run_dir / "manifest.json").read_text())["setup_facts"]["tool_responses"]
     assert responses["simulator"] == "schema" and responses["server"] == running.url
     assert responses["requests"] == responses["misses"] == 6 and responses["hits"] == 0
+    assert responses["made_by"] == {"schema": 6}  # /stats says who made the answers
     _, reasons = assess({"tool_responses": responses}, None)
-    assert "tool responses: synthetic schema simulator (0 of 6 tool responses from the cache)" in reasons
+    assert ("tool responses: 6 of 6 made by the schema simulator; cache misses answered by the schema simulator "
+            "(synthetic)") in reasons
     unknown = {"server": ["http://127.0.0.1:9/virtual"], "simulator": None, "requests": None, "hits": None,
                "misses": None}
-    assert any("what answered cache misses is unknown" in r and "cache hits not reported" in r
+    assert any(r.startswith("tool responses: not reported by the tool server")
                for r in assess({"tool_responses": unknown}, None)[1])
 
 
@@ -292,6 +364,11 @@ def test_a_run_merged_from_shards_records_every_shards_queries_and_counts(tmp_pa
     merged = json.loads((tmp_path / "merged" / "manifest.json").read_text())["setup_facts"]
     assert sum(map(len, merged["queries"]["other"].values())) == 6
     assert merged["tool_responses"]["requests"] == sum(f["tool_responses"]["requests"] for f in facts)
+    # who made the answers, summed over the shards; the tool documents over every shard's tools (issue 40)
+    assert merged["tool_responses"]["made_by"] == {"schema": sum(f["tool_responses"]["made_by"]["schema"]
+                                                                 for f in facts)} != {"schema": 0}
+    assert merged["tool_documents"]["tools"] == 7 > max(f["tool_documents"]["tools"] for f in facts)
+    assert merged["agent"] == {"backend": "scripted", "model": "scripted"}
 
 
 def test_the_first_screen_says_not_comparable_and_why_in_chromium(chromium, tmp_path):  # noqa: F811
@@ -305,7 +382,8 @@ def test_the_first_screen_says_not_comparable_and_why_in_chromium(chromium, tmp_
     try:
         chrome.open(page.as_uri())
         text = chrome.js("(document.getElementById('comparability') || {}).innerText")
-        assert text and text.startswith(f"{NOT_COMPARABLE}: queries: data/sample (not StableToolBench's)")
+        assert text and text.startswith(f"{NOT_COMPARABLE}: agent: the scripted backend, not a model; queries: "
+                                        "data/sample (not StableToolBench's)")
         box = chrome.js("(() => { const r = document.getElementById('comparability').getBoundingClientRect();"
                         " return [r.top, r.bottom, innerHeight]; })()")
         assert 0 <= box[0] and box[1] <= box[2]  # on the first screen
@@ -340,5 +418,5 @@ def test_hits_on_answers_the_simulator_made_earlier_count_as_simulated(tmp_path)
     evaluate_run(run_dir, Judge("gpt-4o-mini"), evaluate_times=1, cache_path=None, progress=False)
     md_line = boards_of(run_dir)["md"].splitlines()[2]
     replayed = facts["simulated_hits"]
-    assert (f"tool responses: synthetic schema simulator (0 of {replayed} tool responses from the cache; {replayed} "
-            "more replayed the simulator's earlier answers)") in md_line
+    assert facts["made_by"] == {"schema": replayed}
+    assert f"tool responses: {replayed} of {replayed} made by the schema simulator" in md_line

@@ -1,6 +1,7 @@
-"""`tba doctor`: each piece of a leaderboard-comparable run, OK or MISSING with how to get it; exit 0 only when
-every piece is there (1 otherwise). Fakes on loopback: an OpenAI-compatible stand-in as the judge and the `llm`
-simulator's endpoint, a server that never answers for the bounded judge check."""
+"""`tba doctor`: each piece of a leaderboard-comparable run, OK, DECLARED or MISSING with how to get it; exit 0 only
+when every piece is verified, 1 when one is missing, 4 when some are only declared (issue 40). Fakes on loopback:
+an OpenAI-compatible stand-in as the judge and the `llm` simulator's endpoint, a server that never answers for the
+bounded judge check."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ def doctor(capsys, *argv) -> tuple[int, dict[str, str], str]:
     lines = {}
     for line in out.splitlines():
         status, _, rest = line.strip().partition(" ")
-        if status in ("OK", "MISSING"):
+        if status in ("OK", "MISSING", "DECLARED"):
             lines[rest.strip().split("  ")[0]] = f"{status} {rest.strip()}"
     return code, lines, out + err
 
@@ -45,15 +46,30 @@ def tool_root(tmp_path):
 
 
 @pytest.fixture
+def all_tools(tmp_path):
+    """A document for each of the 814 tools StableToolBench's 765 queries use."""
+    from toolbench_adapter.queryset.queries import QuerySet
+    from toolbench_adapter.queryset.tool_coverage import tools_of
+
+    root = tmp_path / "all_tools"
+    for query in QuerySet("data/stabletoolbench").iter():
+        for category, tool in tools_of(query):
+            (root / category).mkdir(parents=True, exist_ok=True)
+            (root / category / f"{tool}.json").write_text(json.dumps({"tool_name": tool, "api_list": []}))
+    return root
+
+
+@pytest.fixture
 def cache(tmp_path):
-    """A response cache in upstream's layout: two entries of one api, one simulated entry marked apart."""
+    """A response cache in upstream's layout: two entries of one api, one of them made by a GPT-based simulator of
+    this project (marked in the _simulated mirror: provenance.py)."""
     root = tmp_path / "tool_response_cache"
     (root / "Data" / "theclique_for_Data").mkdir(parents=True)
     (root / "Data" / "theclique_for_Data" / "songkick_concert.json").write_text(json.dumps(
         {"{'id_conc': '1'}": {"error": "", "response": "a"}, "{'id_conc': '2'}": {"error": "", "response": "b"}}))
     (root / "_simulated" / "Data" / "theclique_for_Data").mkdir(parents=True)
     (root / "_simulated" / "Data" / "theclique_for_Data" / "songkick_concert.json").write_text(json.dumps(
-        {"{'id_conc': '2'}": {"error": "", "response": "b"}}))
+        {"{'id_conc': '2'}": {"error": "", "response": "b", "_tba_made_by": "llm"}}))
     return root
 
 
@@ -71,20 +87,34 @@ def test_a_fresh_clone_misses_the_cache_the_simulator_and_the_judge(capsys, tmp_
     assert "4 of 5 pieces missing" in out
 
 
-def test_every_piece_there_is_ok_and_exit_0(capsys, tool_root, cache):
+def test_every_piece_verified_is_ok_and_exit_0(capsys, all_tools, cache, monkeypatch):
+    """The judge and simulator at their provider's own API host (loopback stands in for it here) are verified."""
+    monkeypatch.setattr("toolbench_adapter.doctor.PROVIDER_HOSTS", frozenset({"127.0.0.1"}))
     with OpenAIStandin(models=(GPT_CACHE_JUDGE, SIMULATOR_MODEL)) as endpoint:
-        code, lines, out = doctor(capsys, "--tool-root", str(tool_root), "--cache", str(cache),
+        code, lines, out = doctor(capsys, "--tool-root", str(all_tools), "--cache", str(cache),
                                   "--simulator", "llm", "--llm-base-url", endpoint.url, "--llm-model", SIMULATOR_MODEL,
                                   "--judge-url", endpoint.url, "--judge-model", GPT_CACHE_JUDGE)
         probes = len(endpoint.probes)
     assert code == 0, out
     assert all(line.startswith("OK") for line in lines.values()) and len(lines) == 5, out
-    assert "1 of the query set's" in lines["tool documents"]
-    assert "2 entries in 1 api files (1 marked simulated" in lines["response cache"]
+    assert "documents for 814 of 814 tools the query set uses" in lines["tool documents"]
+    assert "2 entries in 1 api files, 1 made by this project's llm simulator" in lines["response cache"]
     assert SIMULATOR_MODEL in lines["simulator"]
     assert "the judge of the GPT-based caching system tables" in lines["judge"]
     assert probes == 1  # the judge preflight's one test request
-    assert "all 5 pieces are there" in out
+    assert "all 5 pieces are there, each verified" in out
+
+
+def test_a_judge_and_simulator_at_another_host_are_declared_and_exit_4(capsys, all_tools, cache):
+    with OpenAIStandin(models=(GPT_CACHE_JUDGE, SIMULATOR_MODEL)) as endpoint:
+        code, lines, out = doctor(capsys, "--tool-root", str(all_tools), "--cache", str(cache),
+                                  "--simulator", "llm", "--llm-base-url", endpoint.url, "--llm-model", SIMULATOR_MODEL,
+                                  "--judge-url", endpoint.url, "--judge-model", GPT_CACHE_JUDGE)
+    assert code == 4, out
+    assert lines["judge"].startswith("DECLARED") and "not the provider's API host api.openai.com" in lines["judge"]
+    assert lines["simulator"].startswith("DECLARED")
+    assert all(lines[piece].startswith("OK") for piece in ("query files", "tool documents", "response cache"))
+    assert "all 5 pieces are there, 2 only as declared (simulator, judge)" in out
 
 
 def test_another_query_set_is_not_the_leaderboards(capsys, tool_root, cache):
@@ -101,7 +131,7 @@ def test_an_empty_cache_or_tool_folder_is_missing(capsys, tmp_path):
     code, lines, _ = doctor(capsys, "--cache", str(tmp_path / "cache"), "--tool-root", str(tmp_path / "tools"))
     assert code == 1
     assert lines["response cache"].startswith("MISSING") and "no entries" in lines["response cache"]
-    assert lines["tool documents"].startswith("MISSING") and "0 of the query set's" in lines["tool documents"]
+    assert lines["tool documents"].startswith("MISSING") and "documents for 0 of 814 tools" in lines["tool documents"]
 
 
 def test_a_judge_that_is_not_the_leaderboards_or_serves_another_model(capsys, tmp_path):

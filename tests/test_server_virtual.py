@@ -106,9 +106,11 @@ def test_simulated_saves_are_marked_stb(served, cache_dir):
     assert first.json() == second.json()
     assert (first.headers["x-tba-source"], second.headers["x-tba-source"]) == ("simulator:schema", "cache_simulated")
     main, marks = _files(cache_dir)
-    # upstream layout, python-repr key; stb mode also writes the main file as upstream does
+    # upstream layout, python-repr key; stb mode also writes the main file as upstream does (its entry as
+    # upstream's); the mirror's entry also names the simulator that made it (provenance.py, issue 40)
     assert json.loads(main.read_text()) == {"{'query': 'go'}": first.json()}
-    assert json.loads(marks.read_text()) == {"{'query': 'go'}": first.json()}
+    assert json.loads(marks.read_text()) == {"{'query': 'go'}": {**first.json(), "_tba_made_by": "schema"}}
+    assert "_tba_made_by" not in first.json() and "_tba_made_by" not in second.json()  # never served
     assert main.parent.name == "usa_jobs_for_it_for_Jobs"
 
 
@@ -116,7 +118,8 @@ def test_strict_keeps_simulated_answers_out_of_the_main_file(stb, cache_dir):
     with start(stb, cache_dir, compat=STRICT) as running:
         answer = post(running, '{"query": "go"}').json()
     main, marks = _files(cache_dir)
-    assert not main.exists() and json.loads(marks.read_text()) == {"{'query': 'go'}": answer}
+    assert not main.exists() and json.loads(marks.read_text()) == {"{'query': 'go'}": {**answer,
+                                                                                       "_tba_made_by": "schema"}}
     with start(stb, cache_dir, compat=STRICT) as running:  # a restarted server reads the marks back
         again = post(running, '{"query": "go"}')
     assert again.json() == answer and again.headers["x-tba-source"] == "cache_simulated"

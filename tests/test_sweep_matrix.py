@@ -114,7 +114,8 @@ def test_a_row_per_cell_with_its_axes_and_the_sopr_tba_table_prints(sweep, tmp_p
         totals = manifest["totals"]
         assert texts["valid turns"] == (f"{totals['valid_turns'] / totals['model_turns']:.1%} "
                                         f"({totals['valid_turns']}/{totals['model_turns']})")
-        assert texts["comparable"].startswith("no: queries")  # data/sample, a rule judge: not the leaderboard's
+        # the scripted backend, data/sample, a rule judge: not the leaderboard's
+        assert texts["comparable"].startswith("no: agent, queries")
 
 
 def test_the_paired_column_is_compare_parsers_runs_difference_and_the_baseline_is_marked(sweep, tmp_path, capsys):

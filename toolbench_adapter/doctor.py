@@ -1,27 +1,35 @@
 """`tba doctor`: is each piece of a run comparable with the StableToolBench leaderboard here?
 
-Five pieces, each checked where it lives and answered OK or MISSING with what it is and how to get it: the
-query files (StableToolBench's by digest), the tool documents, the tool-response cache, a simulator for cache
-misses (a GPT-based `llm` or MirrorAPI endpoint: the `schema` simulator answers with synthetic data), and the
-judge (reachable, serving the model named: the judge preflight of evaluation/judging/preflight.py, and whether it is
-the leaderboard's judge). Every network check is one short request (``timeout_s``), so the command ends in
-bounded time whatever answers or hangs.
+Five pieces, each checked where it lives on the evidence the comparability line reads
+(evaluation/comparability.py), and answered OK, DECLARED (there, but what stands behind its name cannot be
+checked here) or MISSING with what it is and how to get it: the query files (StableToolBench's by digest), the
+tool documents (n of the N tools the query set uses: queryset/tool_coverage.py), the tool-response cache (its
+entries by who made them: server/provenance.py), a simulator for cache misses (a GPT-based `llm` or MirrorAPI
+endpoint: the `schema` simulator answers with synthetic data), and the judge (reachable, listing and serving the
+model id whole: the judge preflight of evaluation/judging/preflight.py; the leaderboard's judge; verified only at
+its provider's own API host). Every network check is one short request (``timeout_s``), so the command ends in
+bounded time whatever answers or hangs; a file of the cache or tool folder that cannot be read (a FIFO, a
+device, binary, too big, nested too deeply, a link loop) is named, never opened past what it is.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
+from toolbench_adapter.evaluation.comparability import PROVIDER_HOSTS
 from toolbench_adapter.evaluation.judging.chat import ChatError, OpenAIChatClient
 from toolbench_adapter.evaluation.judging.preflight import PREFLIGHT_PROMPT, preflight_judge
+from toolbench_adapter.files.folder_files import files_under
 from toolbench_adapter.queryset.datafetch import sha256_of
 from toolbench_adapter.queryset.queries import GROUPS, PROJECT_DATA, QuerySet
+from toolbench_adapter.queryset.tool_coverage import tool_coverage
 
 from .errors import InputError
-from .naming import standardize
 from .protocol.leaderboard import (
     CACHE_URL,
     CACHE_URL_MIRROR,
@@ -34,7 +42,9 @@ from .protocol.leaderboard import (
     TOOLENV_URL,
 )
 from .protocol.query_files import QUERY_FILE_SHA256, SOLVABLE_QUERY_COUNT, UPSTREAM_COMMIT
-from .server.names import SIMULATED_DIR
+from .server.catalog import ApiCatalog
+from .server.names import SIMULATED_DIR, ApiKey
+from .server.provenance import UNMARKED, made_by, mark_of, parse_key
 from .server.simulators import SIMULATORS
 
 SHIPPED_ROOT = PROJECT_DATA / "stabletoolbench"
@@ -46,12 +56,17 @@ SYNTHETIC_SIMULATORS = {"schema": "answers cache misses with synthetic data buil
 @dataclass(frozen=True)
 class Check:
     piece: str  # "query files", "tool documents", ...
-    ok: bool
+    ok: bool  # there (verified, or only declared)
     detail: str  # what was found (or not)
-    get: str = ""  # the command or link that gets it, when missing
+    get: str = ""  # the command or link that gets it, when missing (or verified, when declared)
+    declared: bool = False  # there by name, but what stands behind the name cannot be checked here
+
+    @property
+    def status(self) -> str:
+        return "MISSING" if not self.ok else "DECLARED" if self.declared else "OK"
 
     def line(self) -> str:
-        text = f"{'OK' if self.ok else 'MISSING':<8} {self.piece:<16} {self.detail}"
+        text = f"{self.status:<8} {self.piece:<16} {self.detail}"
         return text + (f". Get it: {self.get}" if not self.ok and self.get else "")
 
 
@@ -77,8 +92,23 @@ def run_checks(settings: DoctorSettings) -> list[Check]:
     SIMULATORS.get(settings.simulator)  # an unknown name is bad input (exit 2, "did you mean")
     root = Path(settings.stb_root or os.environ.get("TBA_STB_ROOT") or SHIPPED_ROOT).expanduser()
     queries, query_check = check_queries(root)
-    return [query_check, check_tools(settings.tool_root, root, queries), check_cache(settings.cache),
-            check_simulator(settings), check_judge(settings)]
+    return [query_check, check_tools(settings.tool_root, root, queries),
+            check_cache(settings.cache, catalog_of(queries)), check_simulator(settings), check_judge(settings)]
+
+
+def catalog_of(queries: QuerySet | None) -> ApiCatalog:
+    """The APIs' documentation as a run's server has it from the query files: what the schema simulator's answers
+    are recomputed with (server/provenance.py)."""
+    catalog = ApiCatalog()
+    for query in (queries.iter() if queries is not None else ()):
+        for api in query.api_list:
+            catalog.add(api)
+    return catalog
+
+
+def provider_host(url: str) -> bool:
+    """Whether ``url`` is the judge's or simulator's provider's own API host (comparability.PROVIDER_HOSTS)."""
+    return (urlsplit(url).hostname or "") in PROVIDER_HOSTS
 
 
 # ---- query files ---------------------------------------------------------------------------------------------
@@ -118,8 +148,8 @@ def shown(path: Path) -> str:
 # ---- tool documents ------------------------------------------------------------------------------------------
 
 TOOLS_GET = (f"the tool environment: {TOOLENV_URL} (ToolEnv2404), or the tools/ folder of StableToolBench's cache "
-             f"archive ({CACHE_URL}); pass --tool-root DIR (or TBA_TOOL_ROOT). Without it each tool's description "
-             "line of the prompt reads None")
+             f"archive ({CACHE_URL}); pass --tool-root DIR (or TBA_TOOL_ROOT). Without its document a tool's "
+             "description line in the prompt reads the word None, as upstream's does")
 
 
 def check_tools(tool_root: str | None, stb_root: Path, queries: QuerySet | None) -> Check:
@@ -132,14 +162,14 @@ def check_tools(tool_root: str | None, stb_root: Path, queries: QuerySet | None)
     if not count:
         return Check("tool documents", False, f"{path}: no {{Category}}/{{tool}}.json file", TOOLS_GET)
     detail = f"{shown(path)}: {count} tool files"
-    if queries is not None:
-        tools = {(api.get("category_name", ""), standardize(api.get("tool_name", "")))
-                 for group in queries.available_groups() if group in GROUPS for q in queries.load(group)
-                 for api in q.api_list}
-        found = sum((path / category / f"{tool}.json").is_file() for category, tool in tools)
-        detail += f", {found} of the query set's {len(tools)} tools"
-        if tools and not found:
-            return Check("tool documents", False, detail + " (another tool set?)", TOOLS_GET)
+    if queries is None:
+        return Check("tool documents", False, detail + "; the query files cannot be read, so which tools they use "
+                     "is not known", TOOLS_GET)
+    selected = [q for group in queries.available_groups() if group in GROUPS for q in queries.load(group)]
+    coverage = tool_coverage(selected, path)
+    detail += f", documents for {coverage.figure().replace(' tools', ' tools the query set uses', 1)}"
+    if not coverage.complete:  # the prompt of every query using a missing tool describes it as None
+        return Check("tool documents", False, detail, TOOLS_GET)
     return Check("tool documents", True, detail)
 
 
@@ -149,30 +179,108 @@ CACHE_GET = (f"StableToolBench's cache: {CACHE_URL} (or {CACHE_URL_MIRROR}); unz
              "tool_response_cache folder as --cache DIR (tba serve --cache, tba run --cache-dir)")
 
 
-def check_cache(cache: str | None) -> Check:
+CACHE_FILE_BYTES_MAX = 256 << 20  # a cache file past this is named, not read (upstream's are a few MB at most)
+UNREADABLE_SHOWN = 3
+
+
+def check_cache(cache: str | None, catalog: ApiCatalog | None = None) -> Check:
+    """The cache's entries by who made them (server/provenance.py): this project's synthetic answers (the schema
+    simulator's, by content or mark, and unmarked ones of the _simulated mirror) make it MISSING."""
     if not cache:
         return Check("response cache", False, "no --cache given: every tool call would go to the simulator", CACHE_GET)
     path = Path(cache).expanduser()
     if not path.is_dir():
         return Check("response cache", False, f"{path}: no such folder", CACHE_GET)
-    files = entries = simulated = 0
-    for file in path.glob("*/*/*.json"):  # {category}/{tool}_for_{category}/{api}.json
-        files += 1
-        entries += _entries(file)
-    for file in (path / SIMULATED_DIR).glob("*/*/*.json"):
-        simulated += _entries(file)
-    if not entries:
-        return Check("response cache", False, f"{path}: {files} cache files, no entries", CACHE_GET)
-    marked = f" ({simulated} marked simulated by this project's server)" if simulated else ""
-    return Check("response cache", True, f"{path}: {entries} entries in {files} api files{marked}")
+    census = CacheCensus(catalog or ApiCatalog())
+    main = {f.relative_to(path).as_posix(): f for f in files_under(path, "*/*/*.json", recursive=False)
+            if f.relative_to(path).parts[0] != SIMULATED_DIR}  # {category}/{tool}_for_{category}/{api}.json
+    mirror = {f.relative_to(path / SIMULATED_DIR).as_posix(): f
+              for f in files_under(path / SIMULATED_DIR, "*/*/*.json", recursive=False)}
+    for rel in sorted(set(main) | set(mirror)):
+        census.add(rel, main.get(rel), mirror.get(rel))
+    unreadable = ""
+    if census.unreadable:
+        first = "; ".join(census.unreadable[:UNREADABLE_SHOWN])
+        unreadable = f"; {len(census.unreadable)} files unreadable, served as empty ({first})"
+    if not census.entries:
+        return Check("response cache", False, f"{path}: {census.files} cache files, no entries{unreadable}", CACHE_GET)
+    where = f"{path}: {census.entries} entries in {census.files} api files"
+    others = "".join(f", {n} made by this project's {name} simulator" for name, n in sorted(census.made.items())
+                     if name not in SYNTHETIC_MAKERS)
+    if census.synthetic:
+        return Check("response cache", False, f"{where}: {census.synthetic} of {census.entries} entries are this "
+                     f"project's synthetic answers (the schema simulator's, or simulated unmarked), not "
+                     f"StableToolBench's cache{others}{unreadable}", CACHE_GET)
+    return Check("response cache", True, f"{where}{others or ', none made by this project'}{unreadable}")
 
 
-def _entries(file: Path) -> int:
+SYNTHETIC_MAKERS = ("schema", "none", UNMARKED)
+
+
+class CacheCensus:
+    """Every entry of a cache folder once (a key the main tree and the _simulated mirror both hold is one entry),
+    by who made it."""
+
+    def __init__(self, catalog: ApiCatalog):
+        self.catalog = catalog
+        self.files = 0
+        self.entries = 0
+        self.made: dict[str, int] = {}
+        self.unreadable: list[str] = []
+
+    @property
+    def synthetic(self) -> int:
+        return sum(n for name, n in self.made.items() if name in SYNTHETIC_MAKERS)
+
+    def _read(self, file: Path | None) -> dict:
+        if file is None:
+            return {}
+        data, problem = _cache_file(file)
+        if problem is not None:
+            self.unreadable.append(problem)
+        return data
+
+    def add(self, rel: str, main_file: Path | None, mirror_file: Path | None) -> None:
+        """One API's entries: its main file and its mirror file (either may be absent)."""
+        main, mirror = self._read(main_file), self._read(mirror_file)
+        self.files += main_file is not None
+        category, tool_folder, api = rel.removesuffix(".json").split("/")
+        key = ApiKey(category, tool_folder, api)
+        doc = self.catalog.get(key)
+        for cache_key in {**main, **mirror}:
+            self.entries += 1
+            in_mirror = cache_key in mirror
+            answer = main[cache_key] if cache_key in main else mirror[cache_key]
+            maker = mark_of(mirror[cache_key]) if in_mirror else None
+            if maker is None:
+                parsed, tool_input = parse_key(cache_key)  # a key no server of ours wrote: only the mirror tells
+                maker = (made_by(answer, key, tool_input, cache_key, doc, in_mirror) if parsed
+                         else UNMARKED if in_mirror else None)
+            if maker is not None:
+                self.made[maker] = self.made.get(maker, 0) + 1
+
+
+def _cache_file(file: Path) -> tuple[dict, str | None]:
+    """(entries, None) or ({}, "PATH: why it cannot be read") without opening what is not a regular file."""
     try:
-        data = json.loads(file.read_bytes())
-    except (OSError, ValueError):
-        return 0
-    return len(data) if isinstance(data, dict) else 0
+        info = os.stat(file)
+        if not stat.S_ISREG(info.st_mode):
+            return {}, f"{file}: not a regular file"
+        if info.st_size > CACHE_FILE_BYTES_MAX:
+            return {}, f"{file}: {info.st_size} bytes, over {CACHE_FILE_BYTES_MAX >> 20} MiB"
+        with open(file, "rb") as handle:
+            data = json.loads(handle.read(CACHE_FILE_BYTES_MAX + 1).decode("utf-8"))
+    except OSError as exc:
+        return {}, f"{file}: cannot be read ({exc.strerror or exc})"
+    except UnicodeDecodeError as exc:
+        return {}, f"{file}: not UTF-8 (byte {exc.start})"
+    except RecursionError:
+        return {}, f"{file}: JSON nested too deeply"
+    except ValueError as exc:
+        return {}, f"{file}: not JSON ({exc})"
+    if not isinstance(data, dict):
+        return {}, f"{file}: not a JSON object of entries"
+    return data, None
 
 
 # ---- the simulator for cache misses --------------------------------------------------------------------------
@@ -214,7 +322,12 @@ def check_simulator(settings: DoctorSettings) -> Check:
         return Check("simulator", False, f"{what} at {url} does not serve {settings.llm_model!r} (served: "
                      f"{', '.join(served) or 'none'})", f"pass --llm-model {served[0]}" if served else SIMULATOR_GET)
     keyed = f"key from ${settings.llm_api_key_env}" if key else f"no ${settings.llm_api_key_env} set"
-    return Check("simulator", True, f"{what}: {settings.llm_model} at {url} answers ({keyed})")
+    detail = f"{what}: {settings.llm_model} at {url} answers ({keyed})"
+    if name == "mirrorapi" or not provider_host(url):  # a name at a host of anyone's: which weights answer is unknown
+        return Check("simulator", True, detail + ": the model is named, not verified (not the provider's API host "
+                     f"{', '.join(sorted(PROVIDER_HOSTS))}: which weights answer cannot be checked here)",
+                     declared=True)
+    return Check("simulator", True, detail)
 
 
 # ---- the judge -----------------------------------------------------------------------------------------------
@@ -231,12 +344,20 @@ def check_judge(settings: DoctorSettings) -> Check:
     client = OpenAIChatClient(settings.judge_urls, model, settings.judge_api_key, timeout=settings.timeout_s,
                               retries=1)
     try:
-        preflight_judge(client, lambda: client.chat([{"role": "user", "content": PREFLIGHT_PROMPT}], temperature=0,
-                                                    max_tokens=16), warn=lambda _text: None)
+        listed = preflight_judge(client, lambda: client.chat([{"role": "user", "content": PREFLIGHT_PROMPT}],
+                                                             temperature=0, max_tokens=16), warn=lambda _text: None)
     except InputError as exc:
         return Check("judge", False, f"{client.name}: {exc.problem}", f"{exc.fix}. {JUDGE_GET}" if exc.fix else JUDGE_GET)
     expected = MIRRORAPI_JUDGE if settings.simulator == "mirrorapi" else GPT_CACHE_JUDGE
     if model not in LEADERBOARD_JUDGES or (settings.simulator in ("llm", "mirrorapi") and model != expected):
         return Check("judge", False, f"{client.name} answers, but {model} is not the leaderboard's judge "
                      f"({expected} judged {LEADERBOARD_JUDGES[expected]})", JUDGE_GET)
-    return Check("judge", True, f"{client.name} answers and serves {model}, the judge of {LEADERBOARD_JUDGES[model]}")
+    if listed is not True:  # the whole id in the endpoint's own list: the name the evaluation will record
+        return Check("judge", False, f"{client.name} answers, but its GET /models does not list {model}", JUDGE_GET)
+    detail = f"{client.name} answers and lists {model}, the judge of {LEADERBOARD_JUDGES[model]}"
+    hosts = [url for url in settings.judge_urls if not provider_host(url)]
+    if hosts:
+        return Check("judge", True, detail + f": named, not verified ({', '.join(hosts)} is not the provider's API "
+                     f"host {', '.join(sorted(PROVIDER_HOSTS))}: which weights answer to the name cannot be checked "
+                     "here)", declared=True)
+    return Check("judge", True, detail)

@@ -18,7 +18,7 @@ from toolbench_adapter.runs.folder import MANIFEST, summarize
 from ..config import RunConfig
 from ..models.base import weights_of
 from .setup_facts import FIELD as SETUP_FIELD
-from .setup_facts import setup_facts
+from .setup_facts import agent_facts, coverage_of, setup_facts
 
 
 def iso_time(seconds: float) -> str:
@@ -89,8 +89,11 @@ def build_manifest(run: Any, previous: dict | None, started: float | None = None
             "failed": sum(failures.values())})  # older readers' name for the same count
     manifest["totals"] = summarize(run.run_dir, cfg.method)
     # against the leaderboard's setup (setup_facts.py); the tool server's counts once a session has ended
+    if getattr(run, "tool_coverage", False) is None:  # measured once per Runner session, not per manifest write
+        run.tool_coverage = coverage_of(cfg)
     manifest[SETUP_FIELD] = setup_facts(cfg, previous, getattr(run, "tool_session", None)
-                                        if (finished is not None or ended is not None) else None)
+                                        if (finished is not None or ended is not None) else None,
+                                        agent=agent_facts(run), coverage=getattr(run, "tool_coverage", None))
     return manifest
 
 

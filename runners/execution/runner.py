@@ -55,6 +55,7 @@ from .progress import ProgressTally
 from .query import QueryOutcome, QueryRunner
 from .resume import pending
 from .runlock import RunFolderLock
+from .setup_facts import measured_coverage, say_before_run
 
 
 class CannotWriteRun(InputError):
@@ -83,6 +84,7 @@ class Runner:
         self.server_url = server_url
         self.tool_probe = None  # the tool server's counts over a session (setup_facts.py)
         self.tool_session: dict | None = None
+        self.tool_coverage = None  # how many of the queries' tools the tool folder documents (setup_facts.py)
         # tool-server client settings beyond the config's (tests: a short backoff)
         self.client_options = {"timeout_s": cfg.server_timeout, "attempts": cfg.server_attempts,
                                **(client_options or {})}
@@ -212,6 +214,8 @@ class Runner:
         if (self.run_dir / STEPS_DIR).is_dir():
             collect_steps(self.run_dir, skip={self.steps_path(q.group, q.query_id) for q in todo})
         started = time.time()
+        # once a session (the manifest and the notice read it); an unreadable tool document: exit 2, no query run
+        self.tool_coverage, self.tool_session = measured_coverage(self.cfg), None
         manifest = self._manifest(previous, started=started)
         manifest["sessions"][-1].update(queries_selected=len(todo) + done_before, queries_to_run=len(todo))
         outcomes: list[QueryOutcome] = []
@@ -232,6 +236,7 @@ class Runner:
                 except OSError as exc:  # a file in the way, a read-only place: say so before any query runs
                     raise InputError(f"cannot write the run folder ({exc.strerror or exc})", path=self.run_dir,
                                      fix="choose a writable --out-root, or another --name") from None
+                say_before_run(manifest, todo)  # what makes it not comparable, before it starts
                 with CtrlC(lambda: len(self.executor.in_flight()), self._stop_starting) as ctrl_c:
                     stream = self.executor.map(self, todo, client)
                     for query, outcome in stream:
@@ -257,11 +262,13 @@ class Runner:
                 endpoints = self.executor.endpoint_stats(self, client)  # requests served / failed per endpoint
             except CannotWriteRun as exc:
                 bar.close()
+                self.tool_session = self.tool_probe.end()  # the interrupted session's tool calls count too
                 with contextlib.suppress(OSError):  # still full: the session stays recorded as not finished
                     self._record_interruption(manifest, exc, outcomes, todo, done_before, started)
                 raise
             except KeyboardInterrupt as exc:
                 bar.close()
+                self.tool_session = self.tool_probe.end()  # before the record: a resumed run sums them all
                 self._record_interruption(manifest, exc, outcomes, todo, done_before, started)
                 raise
             finally:
@@ -269,8 +276,7 @@ class Runner:
                 if stream is not None:
                     stream.close()  # after a second Ctrl-C: lets go of the queries in flight without waiting
                 client.close()
-                if self.tool_probe.begun:
-                    self.tool_session = self.tool_probe.session()  # this session's hits and misses
+                self.tool_session = self.tool_probe.end()  # this session's hits, misses and who made the answers
         self.appends.close()  # every query has ended: steps.jsonl is rewritten whole, in a stable order
         collect_steps(self.run_dir)
         remove_empty_dirs(self.run_dir / FAILED_DIR)  # redone failures leave their folders behind

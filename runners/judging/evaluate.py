@@ -20,7 +20,7 @@ from pathlib import Path
 from toolbench_adapter.answers.convert import convert_folder
 from toolbench_adapter.errors import RUN_FOLDER_FIX, InputError
 from toolbench_adapter.evaluation.audit.cards import citation
-from toolbench_adapter.evaluation.comparability import SETUP_FIELD, assess, line
+from toolbench_adapter.evaluation.comparability import SETUP_FIELD, verdict
 from toolbench_adapter.evaluation.evaluations import (
     TABLES_DIR,
     EvaluationWriter,
@@ -158,7 +158,7 @@ def evaluate_run(run_dir: str | Path, client, *, evaluator: str | None = None, e
             result.notes = notes
             parts = []
             # against the leaderboard's setup: the run's recorded facts and this judge (comparability.py)
-            comparable, reasons = assess(manifest.get(SETUP_FIELD), identity.as_dict())
+            found = verdict(manifest.get(SETUP_FIELD), identity.as_dict())
             card = citation(identity)  # the judge's audit (tba judge-audit), or the command that makes one
             # a leaderboard needs every judgement (and every query): otherwise only with score_anyway, marked
             if not result.judge_failures or score_anyway:
@@ -166,7 +166,7 @@ def evaluate_run(run_dir: str | Path, client, *, evaluator: str | None = None, e
                 # the run's counts (evaluation/scoring/counts.py) beside the scores: how many queries each cell's model answered
                 for board in tables.build_leaderboards(result.rows, scored_anyway=marked,
                                                        counts={model: run_counts(run_dir)},
-                                                       comparability={model: line(comparable, reasons)},
+                                                       comparability={model: found.line},
                                                        judge_cards={model: card},
                                                        costs={model: run_cost(run_dir, prices)}):
                     result.boards.append(board)
@@ -174,9 +174,8 @@ def evaluate_run(run_dir: str | Path, client, *, evaluator: str | None = None, e
                     parts.append(tables.to_markdown(board))
             result.evaluation_id = writer.finish(judgements=result.judgements, failed=result.judge_failures,
                                                  marks=notes, extra={"run_model": run_model_of(manifest),
-                                                                     "row": model, "comparability": {
-                                                                         "comparable": comparable,
-                                                                         "reasons": reasons},
+                                                                     "row": model,
+                                                                     "comparability": found.as_dict(),
                                                                      "judge_card": card,
                                                                      "labels": result.labels.as_dict()})
         except BaseException:

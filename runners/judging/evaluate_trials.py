@@ -16,7 +16,7 @@ from pathlib import Path
 
 from toolbench_adapter.errors import InputError
 from toolbench_adapter.evaluation.audit.cards import citation
-from toolbench_adapter.evaluation.comparability import SETUP_FIELD, assess, line
+from toolbench_adapter.evaluation.comparability import SETUP_FIELD, verdict
 from toolbench_adapter.evaluation.evaluations import (
     EvaluationWriter,
     choose_evaluation,
@@ -166,14 +166,13 @@ def _write_set(result: TrialsEvaluation, set_dir: Path, folders: list[Path], man
     method = (manifest.get("config") or {}).get("method")
     rows = figure_rows(modes, model=name, method=method, judge=identity.label,
                        source=str(writer.final_eval_dir / "trials.json"))
-    comparable, reasons = assess(manifest.get(SETUP_FIELD), identity.as_dict())
+    found = verdict(manifest.get(SETUP_FIELD), identity.as_dict())
     card = citation(identity)
     parts = []
     if not result.judge_failures or score_anyway:
         marked = {name: "; ".join(result.notes)} if result.notes else None
         row_trials = {name: {mode: RowTrials(f.groups, f.average) for mode, f in modes.items()}}
-        for board in tables.build_leaderboards(rows, scored_anyway=marked, comparability={name: line(comparable,
-                                                                                                      reasons)},
+        for board in tables.build_leaderboards(rows, scored_anyway=marked, comparability={name: found.line},
                                                judge_cards={name: card}, trials=row_trials, costs={name: cost}):
             result.boards.append(board)
             result.written.extend(tables.write_leaderboard(board, writer.tables_dir))
@@ -183,7 +182,7 @@ def _write_set(result: TrialsEvaluation, set_dir: Path, folders: list[Path], man
         extra={"run_model": manifest.get("model"), "row": name, "trials": {
             "count": len(labels), "folders": [f.name for f in folders],
             "evaluations": [t.evaluation_id for t in result.trials]},
-            "comparability": {"comparable": comparable, "reasons": reasons}, "judge_card": card,
+            "comparability": found.as_dict(), "judge_card": card,
             "labels": result.labels.as_dict()})
     result.text = "\n".join(parts)
 

@@ -122,6 +122,9 @@ class JudgeIdentity:
     evaluator_sha256: str
     self_judged: bool = False  # the run's own model judged its answers
     note: str | None = None  # e.g. the local 135M judge: PIPELINE_CHECK
+    # whether every endpoint's GET /models listed the model id (preflight.listed; None: no list read): evidence
+    # the comparability rule reads, not part of who the judge is (``key``, ``short_id``)
+    listed: bool | None = None
 
     @classmethod
     def of(cls, client, judge, evaluate_times: int, run_manifest: dict) -> JudgeIdentity:
@@ -131,7 +134,7 @@ class JudgeIdentity:
                    mode=judge.mode, evaluate_times=evaluate_times, evaluator=judge.spec.name,
                    evaluator_sha256=judge.spec.fingerprint,
                    self_judged=is_own_model(run_manifest, client, model),
-                   note=getattr(client, "judge_note", None))
+                   note=getattr(client, "judge_note", None), listed=getattr(judge, "listed", None))
 
     def key(self) -> dict:
         return {"name": self.name, "evaluate_times": self.evaluate_times, "evaluator_sha256": self.evaluator_sha256}
@@ -156,7 +159,7 @@ class JudgeIdentity:
         return {"name": self.name, "model": self.model, "endpoints": list(self.endpoints), "mode": self.mode,
                 "evaluate_times": self.evaluate_times, "evaluator": self.evaluator,
                 "evaluator_sha256": self.evaluator_sha256, "self_judged": self.self_judged, "note": self.note,
-                "label": self.label, "id": self.short_id}
+                "listed": self.listed, "label": self.label, "id": self.short_id}
 
 
 def is_self_judged_label(judge: str | None) -> bool:

@@ -19,6 +19,7 @@ from toolbench_adapter.naming import function_name, pure_api_name, standardize
 from toolbench_adapter.protocol import functions as P
 from toolbench_adapter.protocol.prompts import TASK_DESCRIPTION_HEAD, TOOL_DESCRIPTION_MAX_LENGTH
 from toolbench_adapter.queryset.queries import Query
+from toolbench_adapter.queryset.tool_coverage import read_tool_document
 
 FLAVOURS = ("legacy", "current")
 
@@ -198,16 +199,13 @@ class ToolEnvironment:
         return _ENVIRONMENTS.setdefault(str(chosen), cls(path))
 
     def tool_json(self, category: str, tool: str) -> dict | None:
+        """The tool's document, None when there is none; one that cannot be read (a FIFO or device, too big, not
+        UTF-8 or JSON, a link loop: tool_coverage.read_tool_document) is exit 2 naming it, never a hang."""
         path = self.root / category / f"{tool}.json"
-        if not path.exists():
-            return None
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise InputError(f"tool file is not valid JSON ({exc.msg} at line {exc.lineno})", path=path,
-                             fix="restore the tool file from the tool environment release") from None
-        if not isinstance(data, dict):
-            raise InputError("tool file must hold a JSON object", path=path)
+        data, problem = read_tool_document(path)
+        if problem is not None:
+            raise InputError(f"tool file unreadable: {problem.removeprefix(f'{path}: ')}", path=path,
+                             fix="restore the tool file from the tool environment release, or remove it")
         return data
 
     def tool_description(self, category: str, tool: str) -> str | None:

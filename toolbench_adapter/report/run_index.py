@@ -19,7 +19,7 @@ from urllib.parse import quote
 import toolbench_adapter
 
 from ..errors import InputError
-from ..evaluation.comparability import COMPARABLE
+from ..evaluation.comparability import AS_DECLARED_VERDICT, YES, kind_of_line
 from ..evaluation.storage import write_text_atomic
 from ..runs.trial_set import is_trial_set
 from .headline import facts, headline
@@ -148,12 +148,15 @@ def _score(h: dict, mode: str) -> str:
 
 
 def _comparable(line: str | None) -> str:
-    """"comparable" or "not comparable" with its reasons (evaluation/comparability.py)."""
-    if not line:
+    """"comparable", "comparable as declared" or "not comparable" with what stays declared or fails
+    (evaluation/comparability.py)."""
+    kind = kind_of_line(line)
+    if kind is None:
         return '<span class="muted">not recorded</span>'
-    if line == COMPARABLE:
+    if kind == YES:
         return "comparable"
-    return f'not comparable <span class="muted">({html.escape(line.split(": ", 1)[-1])})</span>'
+    word = "comparable as declared" if kind == AS_DECLARED_VERDICT else "not comparable"
+    return f'{word} <span class="muted">({html.escape(line.split(": ", 1)[-1])})</span>'
 
 
 def _infra(h: dict) -> str:

@@ -33,7 +33,8 @@ from toolbench_adapter.runs.folder import MANIFEST
 from toolbench_adapter.runs.trial_set import is_trial_set, read_trials, trial_dirs
 
 from ..errors import InputError
-from ..evaluation.comparability import SETUP_FIELD, assess
+from ..evaluation.comparability import SETUP_FIELD
+from ..evaluation.comparability import verdict as comparability_verdict
 from ..evaluation.evaluations import choose_evaluation
 from .parser_runs import query_scores
 from .sweep_matrix_render import Matrix, MatrixRow, to_csv, to_latex, to_markdown
@@ -110,7 +111,7 @@ def _judged_row(row: MatrixRow, evaluation_id: str, cell: dict, prices: Prices |
     totals = manifest.get("totals") or {}
     row.valid_turns, row.model_turns = totals.get("valid_turns"), totals.get("model_turns")
     row.model_calls, row.tokens = totals.get("model_calls"), totals.get("total_tokens")
-    row.comparable, row.reasons = assess(manifest.get(SETUP_FIELD), row.judge_record)
+    row.comparable = comparability_verdict(manifest.get(SETUP_FIELD), row.judge_record)
 
 
 def build_row(sweep_dir: Path, cell: dict, judge: str, axes: list[str], prices: Prices | None = None) -> MatrixRow:

@@ -16,7 +16,7 @@ from toolbench_adapter.evaluation.scoring.scores import Score
 from toolbench_adapter.evaluation.scoring.trials import TrialStats
 from toolbench_adapter.runs.cost import Cost
 
-from ..evaluation.comparability import line
+from ..evaluation.comparability import Verdict
 from .tables import _latex_escape
 
 BASELINE = "baseline"
@@ -39,8 +39,7 @@ class MatrixRow:
     model_calls: int | None = None
     tokens: int | None = None
     seconds: float | None = None
-    comparable: bool | None = None
-    reasons: list[str] = field(default_factory=list)  # why not comparable (comparability.assess)
+    comparable: Verdict | None = None  # against the StableToolBench leaderboard (comparability.verdict)
     baseline: bool = False
     paired: PairedDifference | None = None
     paired_note: str = ""  # why no difference: the baseline has no numbers, no query in common
@@ -62,7 +61,7 @@ class MatrixRow:
 
     @property
     def comparability(self) -> str:
-        return line(bool(self.comparable), self.reasons) if self.comparable is not None else ""
+        return self.comparable.line if self.comparable is not None else ""
 
 
 @dataclass
@@ -95,10 +94,12 @@ def header(matrix: Matrix) -> list[str]:
 
 
 def comparable_text(row: MatrixRow) -> str:
-    """``yes`` or ``no: queries, judge`` (the kinds of reason; matrix.csv holds the full line)."""
+    """``yes``, ``as declared: judge`` or ``no: queries, judge`` (the conditions named; matrix.csv holds the full
+    line)."""
     if row.comparable is None:
         return ""
-    return "yes" if row.comparable else "no: " + ", ".join(r.split(":", 1)[0] for r in row.reasons)
+    named = row.comparable.reasons if row.comparable.reasons else row.comparable.declared
+    return row.comparable.word + (": " + ", ".join(r.split(":", 1)[0] for r in named) if named else "")
 
 
 def delta_text(row: MatrixRow) -> str:
@@ -206,7 +207,7 @@ def to_csv(matrix: Matrix) -> str:
         writer.writerow([row.cell, *row.axes.values(), row.judge, row.self_judged, row.evaluation or "", row.state,
                          row.reason,
                          *score, *figures, *trial_cells(row, k), *paired, "" if row.comparable is None
-                         else row.comparable, row.comparability])
+                         else row.comparable.word, row.comparability])
     return buffer.getvalue()
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,6 +49,14 @@ def build_virtual_server(config: ServerConfig) -> VirtualServer:
         if not tools.is_dir():
             raise InputError("tool environment folder not found", path=tools, fix="pass --tools DIR or leave it out")
         catalog.add_tool_env(tools)
+    if config.cache_dir is not None:
+        try:
+            os.stat(config.cache_dir)
+        except OSError as exc:  # a link loop: said here, never a traceback later (the rest: check_writable's)
+            if exc.errno == errno.ELOOP:
+                raise InputError(f"the cache folder cannot be read ({exc.strerror})", path=config.cache_dir,
+                                 fix="pass a cache folder (tba run --cache-dir, tba serve --cache) that exists or "
+                                 "can be made") from None
     if config.cache_dir is not None and Path(config.cache_dir).exists() and not Path(config.cache_dir).is_dir():
         raise InputError("the cache path is a file, not a folder", path=config.cache_dir)
     if config.cache_dir is not None and config.save:

@@ -30,6 +30,7 @@ each rewrite small. Files built by ``tba cache build`` may be larger: they are r
 from __future__ import annotations
 
 import contextlib
+import errno
 import itertools
 import json
 import logging
@@ -38,12 +39,15 @@ import threading
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
+from stat import S_ISREG
 from typing import Any
 
 from toolbench_adapter.files.fileio import output_path_error, write_json_atomic
 from toolbench_adapter.files.folder_files import files_under
 
 from .names import SIMULATED_DIR, ApiKey
+from .provenance import mark_of
+from .provenance import marked as provenance_marked
 
 try:
     import fcntl
@@ -57,6 +61,7 @@ LOCK_STRIPES = 64  # thread locks (and fallback lock files): chosen by a hash of
 
 MAX_FILE_ENTRIES = 5000  # per API file; StableToolBench's own files hold far fewer per API
 MAX_FILE_BYTES = 8 << 20  # 8 MiB on disk: each new entry rewrites the file
+READ_MAX_BYTES = 256 << 20  # a file past this is not read (served as empty, never written over): not a cache file
 
 Signature = tuple[int, int, int]  # (inode, mtime in ns, size): os.replace by anyone changes the inode
 
@@ -126,6 +131,7 @@ class _Store:
         self.files: set[str] = set()
         self.entries: dict[str, dict] = {}
         self.broken: set[str] = set()
+        self.why: dict[str, str] = {}  # relative path -> why it cannot be read (said once, by get_file)
         self.signatures: dict[str, Signature | None] = {}  # the file as this process last read or wrote it
         # a new value (unique, from a counter: no lost update between threads) after each change to entries
         # already in memory: replies prepared from the cache (handler.answer_hit) are dropped when it moves
@@ -154,7 +160,8 @@ class _Store:
             if rel in self.files:
                 entries, signature = self._load(rel)
                 if entries is None:
-                    log.warning("cache file %s unreadable: served as empty, never overwritten", self.root / rel)
+                    log.warning("cache file %s unreadable (%s): served as empty, never overwritten", self.root / rel,
+                                self.why.get(rel, "not a JSON object"))
                     self.broken.add(rel)
                     entries = {}
                 self.signatures[rel] = signature
@@ -165,12 +172,19 @@ class _Store:
         """(entries, signature of what was read); entries None when the file is not a readable JSON object."""
         path = self.root / rel
         try:
-            with open(path, encoding="utf-8") as handle:
+            if not S_ISREG(os.stat(path).st_mode):  # a FIFO would block open(), a device be read forever
+                self.why[rel] = "not a regular file, never opened"
+                return None, None
+            with open(path, "rb") as handle:
                 stat = os.fstat(handle.fileno())  # the file read, even if another process replaces the name now
-                data = json.load(handle)
+                if stat.st_size > READ_MAX_BYTES:  # never read whole
+                    self.why[rel] = f"{stat.st_size} bytes, over the {READ_MAX_BYTES >> 20} MiB a cache file is read to"
+                    return None, None
+                data = json.loads(handle.read(READ_MAX_BYTES + 1).decode("utf-8"))
         except FileNotFoundError:
             return {}, None
-        except (OSError, ValueError, RecursionError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:  # not UTF-8 (a ValueError too), not JSON, a link loop
+            self.why[rel] = " ".join(f"{type(exc).__name__}: {exc}".split())[:200]
             log.debug("cache file %s unreadable (%s)", path, exc)
             return None, None
         signature = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
@@ -248,6 +262,23 @@ class _Store:
                 return True
 
 
+def _found(main: dict | None, simulated: dict | None, key: str) -> tuple[Any, bool, str | None] | None:
+    """(answer, in the _simulated mirror, its maker's mark) of ``key``: the main tree's answer where it has one
+    (served as before), the mark from the mirror's entry, else the answer's own."""
+    mirrored = simulated[key] if simulated is not None and key in simulated else _ABSENT
+    if main is not None and key in main:
+        answer = main[key]
+    elif mirrored is not _ABSENT:
+        answer = mirrored
+    else:
+        return None
+    in_mirror = mirrored is not _ABSENT
+    return answer, in_mirror, mark_of(mirrored) if in_mirror else mark_of(answer)
+
+
+_ABSENT = object()
+
+
 def _merged(disk: dict, memory: dict) -> dict:
     """The file's entries in its order, then those only this process has (a write that failed earlier)."""
     merged = dict(disk)
@@ -259,8 +290,11 @@ def _merged(disk: dict, memory: dict) -> dict:
 def write_cache_file(path: Path, data: Any, root: Path) -> None:
     """A cache file, only inside the cache folder, written by fileio.write_json_atomic (readers see the old file
     or the new one, never half)."""
-    resolved_root = root.resolve()
-    target = path.resolve()
+    try:
+        resolved_root = root.resolve()
+        target = path.resolve()
+    except (OSError, RuntimeError) as exc:  # a link loop in the folder (Python 3.11 raises RuntimeError)
+        raise OSError(errno.ELOOP, f"cannot resolve {path} ({exc})") from None
     if resolved_root not in target.parents:
         raise ValueError(f"refusing to write {target}: outside {resolved_root}")
     write_json_atomic(target, data, indent=2, ensure_ascii=False)
@@ -284,23 +318,18 @@ class ResponseCache:
     def file_count(self) -> int:
         return len(self.main.files)
 
-    def lookup(self, api: ApiKey, key: str) -> tuple[Any, bool] | None:
-        """(answer, simulated) for a cached key, else None. A miss first takes in what other servers sharing
-        the folder saved to this API's files."""
+    def lookup(self, api: ApiKey, key: str) -> tuple[Any, bool, str | None] | None:
+        """(answer, simulated, mark) for a cached key, else None: ``simulated`` when the key is in the _simulated
+        mirror, ``mark`` the name of the simulator its mirror entry (or the answer) is marked with (provenance.py).
+        A miss first takes in what other servers sharing the folder saved to this API's files."""
         rel = api.relative_path()
         hit = self._lookup(rel, key)
         if hit is None and (self.main.refresh(rel) | self.simulated.refresh(rel)):
             hit = self._lookup(rel, key)
         return hit
 
-    def _lookup(self, rel: str, key: str) -> tuple[Any, bool] | None:
-        simulated = self.simulated.known(rel)
-        main = self.main.known(rel)
-        if main is not None and key in main:
-            return main[key], bool(simulated) and key in simulated
-        if simulated is not None and key in simulated:
-            return simulated[key], True
-        return None
+    def _lookup(self, rel: str, key: str) -> tuple[Any, bool, str | None] | None:
+        return _found(self.main.known(rel), self.simulated.known(rel), key)
 
     @property
     def generation(self) -> tuple[int, int]:
@@ -308,35 +337,34 @@ class ResponseCache:
         replies prepared from the cache are valid while it stays the same."""
         return self.main.changes, self.simulated.changes
 
-    def lookup_in_memory(self, rel: str, key: str) -> tuple[Any, bool] | None:
+    def lookup_in_memory(self, rel: str, key: str) -> tuple[Any, bool, str | None] | None:
         """lookup() for the event loop: only files already parsed, no disk at all; None when it cannot say
         (a file not parsed yet, or a miss: lookup() then reads, or takes in other servers' saves)."""
         main, simulated = self.main.entries.get(rel), self.simulated.entries.get(rel)
         if (main is None and rel in self.main.files) or (simulated is None and rel in self.simulated.files):
             return None
-        if main is not None and key in main:
-            return main[key], bool(simulated) and key in simulated
-        if simulated is not None and key in simulated:
-            return simulated[key], True
-        return None
+        return _found(main, simulated, key)
 
     def examples(self, api: ApiKey, limit: int = 5) -> list[tuple[str, Any]]:
-        """Real (non-simulated) entries of an API, in file order: few-shot material for the LLM simulators."""
+        """Real (non-simulated) entries of an API, in file order: few-shot material for the LLM simulators (an
+        entry marked by the simulator that made it, provenance.py, is not real either)."""
         rel = api.relative_path()
         main = self.main.known(rel)
         if not main:
             return []
         simulated = self.simulated.known(rel) or {}
-        real = [(k, v) for k, v in list(main.items()) if k not in simulated]
+        real = [(k, v) for k, v in list(main.items()) if k not in simulated and mark_of(v) is None]
         return real[:limit]
 
-    def store_simulated(self, api: ApiKey, key: str, answer: Any) -> bool:
+    def store_simulated(self, api: ApiKey, key: str, answer: Any, made_by: str | None = None) -> bool:
         """Keep a simulated answer; False when it was not written (no saving, or the disk refused: then it is
-        logged in one line, counted in ``save_failures``, and served from memory)."""
+        logged in one line, counted in ``save_failures``, and served from memory). ``made_by``: the simulator's
+        name, kept with the mirror's entry (provenance.py); the main tree keeps upstream's entry as it is."""
         rel = api.relative_path()
         try:
             # the mark first: a crash between the two writes must never leave an unmarked simulated entry
-            marked = self.simulated.put(rel, key, answer, self.save)
+            marked = self.simulated.put(rel, key, provenance_marked(answer, made_by) if made_by else answer,
+                                        self.save)
         except OSError as exc:
             marked = False
             self._save_failed(exc)

@@ -19,6 +19,7 @@ from ..protocol import server as S
 from .cache import ResponseCache
 from .catalog import ApiCatalog
 from .names import ApiKey, UnsafeName, api_key_for
+from .provenance import made_by, served
 from .simulators import SimulationRequest, Simulator
 from .stats import ServerStats
 
@@ -32,6 +33,7 @@ class Outcome:
     answer: Any
     source: str  # cache, cache_simulated, simulator:<name>, chat_with_user, tool_input_parse_error, bad_request
     body: bytes = b""  # the answer as sent (JSON, UTF-8); serialised here when not given
+    made_by: str | None = None  # the simulator that made the answer (provenance.py), None: not one of ours
 
     def __post_init__(self) -> None:
         if not self.body:
@@ -90,15 +92,20 @@ class VirtualServer:
             hit = self.cache.lookup_in_memory(rel, cache_key)
             if hit is None:
                 return None
-            answer, simulated = hit
-            outcome = Outcome(200, answer, "cache_simulated" if simulated else "cache")
+            outcome = self._hit(located[0], parsed, cache_key, *hit)
             if self._prepared_bytes + len(outcome.body) > PREPARED_BYTES_MAX:
                 self._prepared.clear()
                 self._prepared_bytes = 0
             self._prepared[(rel, cache_key)] = outcome
             self._prepared_bytes += len(outcome.body)
-        self.stats.record_on_loop(outcome.source, time.perf_counter() - started)
+        self.stats.record_on_loop(outcome.source, time.perf_counter() - started, outcome.made_by)
         return outcome
+
+    def _hit(self, key: ApiKey, tool_input, cache_key: str, answer, in_mirror: bool, mark: str | None) -> Outcome:
+        """A cache hit, with who made the answer (provenance.py: its mark, the schema simulator's answer by
+        content, the _simulated mirror): a simulated answer is never counted as the cache's."""
+        maker = mark or made_by(answer, key, tool_input, cache_key, self.catalog.get(key), in_mirror)
+        return Outcome(200, served(answer), "cache_simulated" if maker else "cache", made_by=maker)
 
     def _key_for(self, category: str, tool_name: str, api_name: str) -> tuple[ApiKey, str] | None:
         """api_key_for and the key's relative path, remembered (a few thousand names at most); None for a
@@ -121,7 +128,7 @@ class VirtualServer:
             outcome = self._handle(body)
         except RecursionError:  # JSON nested deeper than Python's recursion limit: the client's fault, not a 500
             outcome = _bad(400, f"JSON nested too deeply (more than about {_MAX_DEPTH_HINT} levels)")
-        self.stats.record(outcome.source, time.perf_counter() - started)
+        self.stats.record(outcome.source, time.perf_counter() - started, outcome.made_by)
         return outcome
 
     def _handle(self, body: bytes) -> Outcome:
@@ -157,8 +164,7 @@ class VirtualServer:
         cache_key = str(parsed)
         hit = self.cache.lookup(key, cache_key)
         if hit is not None:
-            answer, simulated = hit
-            return Outcome(200, answer, "cache_simulated" if simulated else "cache")
+            return self._hit(key, parsed, cache_key, *hit)
         unknown = self.catalog.unknown_part(key)
         if unknown is not None:
             value = {"category": key.category, "tool_name": key.tool_folder, "api_name": key.api}[unknown]
@@ -177,18 +183,20 @@ class VirtualServer:
         # RecursionError (tool_input nested too deeply) goes up to handle(): a 400, as for the body
 
     def _simulate(self, request: SimulationRequest) -> Outcome:
-        source = f"simulator:{self.simulator.name}"
+        name = self.simulator.name
+        source = f"simulator:{name}"
         try:
             result = self.simulator.simulate(request)
         except Exception:  # a simulator bug must not take the server down or leak a 500
-            log.exception("simulator %s failed", self.simulator.name)
-            return Outcome(200, {"error": E.FAKE_RESPONSE_FAILED, "response": ""}, source)
+            log.exception("simulator %s failed", name)
+            return Outcome(200, {"error": E.FAKE_RESPONSE_FAILED, "response": ""}, source, made_by=name)
         if result.cacheable:
             try:  # a disk that refuses is counted and logged by the cache itself (one line, no traceback)
-                self.cache.store_simulated(request.key, request.cache_key, result.answer)
+                # the mirror's entry keeps its maker's name (provenance.py); the answer is served without it
+                self.cache.store_simulated(request.key, request.cache_key, result.answer, made_by=name)
             except ValueError as exc:  # a symlink in the cache folder that points outside it
                 log.warning("simulated answer for %s not saved: %s", request.key.relative_path(), exc)
-        return Outcome(200, result.answer, source)
+        return Outcome(200, served(result.answer), source, made_by=name)
 
 
 _UNPARSABLE = object()

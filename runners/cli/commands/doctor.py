@@ -1,4 +1,4 @@
-"""tba doctor: each piece a run comparable with the StableToolBench leaderboard needs, OK or MISSING."""
+"""tba doctor: each piece a run comparable with the StableToolBench leaderboard needs, OK, DECLARED or MISSING."""
 
 from __future__ import annotations
 
@@ -7,21 +7,28 @@ import argparse
 from ..ranges import SECONDS
 
 HELP = """\
-Checks each piece a run needs for a number that can stand beside the StableToolBench leaderboard and prints
-one line per piece: OK, or MISSING with what it is and the command or link that gets it.
+Checks each piece a run needs for a number that can stand beside the StableToolBench leaderboard, on the evidence
+the comparability line reads, and prints one line per piece: OK (verified), DECLARED (there, but named only: what
+stands behind the name cannot be checked here), or MISSING with what it is and the command or link that gets it.
   query files      --stb-root (default: $TBA_STB_ROOT, else data/stabletoolbench, shipped): StableToolBench's 765
                    solvable queries, recognised by the SHA-256 of upstream's files
-  tool documents   --tool-root (default: $TBA_TOOL_ROOT, else <stb-root>/toolenv/tools): the tool files, and how
-                   many of the query set's tools they cover
-  response cache   --cache: StableToolBench's tool_response_cache (entries counted)
+  tool documents   --tool-root (default: $TBA_TOOL_ROOT, else <stb-root>/toolenv/tools): a readable document for
+                   every tool the query set uses (n of N, the first missing named); fewer is MISSING
+  response cache   --cache: StableToolBench's tool_response_cache, its entries by who made them; entries this
+                   project's simulators made (the schema simulator's by content, unmarked simulated ones) are
+                   MISSING ("N of M entries are this project's synthetic answers")
   simulator        what answers cache misses, as tba serve takes it: a GPT-based llm or a MirrorAPI endpoint (one
-                   GET /models); the default schema simulator answers with synthetic data, so it counts as missing
-  judge            --judge-url / --judge-model as tba evaluate takes them: reachable, serving the model, answering
-                   one test request (the judge preflight), and whether it is the leaderboard's judge
+                   GET /models); the default schema simulator answers with synthetic data, so it counts as missing;
+                   a model at a host other than its provider's API is DECLARED
+  judge            --judge-url / --judge-model as tba evaluate takes them: reachable, listing the model id whole,
+                   answering one test request (the judge preflight), the leaderboard's judge; DECLARED at an
+                   endpoint that is not the provider's own API host (api.openai.com)
 Each network check is one request with a --timeout S limit (no retries), so the command ends in bounded time.
-Exit 0 when every piece is there, 1 when one is missing, 2 on a bad flag (an unknown simulator)."""
+Exit 0 when every piece is verified, 1 when one is missing, 4 when all are there but some only declared, 2 on a
+bad flag (an unknown simulator)."""
 
 MISSING_EXIT = 1  # a check that found a piece missing: not bad input (2), not failures counted apart (3)
+DECLARED_EXIT = 4  # every piece there, some only by name: not 0, which says every piece was verified
 
 
 def register(subparsers) -> None:
@@ -75,9 +82,15 @@ def run(args: argparse.Namespace) -> int:
     for check in checks:
         print("  " + check.line())
     missing = [check.piece for check in checks if not check.ok]
+    declared = [check.piece for check in checks if check.ok and check.declared]
     if missing:
-        print(f"{len(missing)} of {len(checks)} pieces missing ({', '.join(missing)}): numbers from this setup are not "
-              "comparable with the leaderboard")
+        also = f"; {len(declared)} only declared ({', '.join(declared)})" if declared else ""
+        print(f"{len(missing)} of {len(checks)} pieces missing ({', '.join(missing)}){also}: numbers from this setup "
+              "are not comparable with the leaderboard")
         return MISSING_EXIT
-    print(f"all {len(checks)} pieces are there")
+    if declared:
+        print(f"all {len(checks)} pieces are there, {len(declared)} only as declared ({', '.join(declared)}): numbers "
+              "from this setup are comparable with the leaderboard as declared, not verified")
+        return DECLARED_EXIT
+    print(f"all {len(checks)} pieces are there, each verified")
     return 0

@@ -11,7 +11,7 @@ from toolbench_adapter.evaluation.audit.agreement import RESAMPLES
 from toolbench_adapter.evaluation.audit.cards import CARDS_ENV, citation, write_card
 from toolbench_adapter.evaluation.audit.rejudge import audit, audit_cost, plan_audit
 from toolbench_adapter.evaluation.audit.report import audit_record, audit_text, card_entry, cost_text, summarize
-from toolbench_adapter.evaluation.audit.sets import AUDIT_SETS, audit_set
+from toolbench_adapter.evaluation.audit.sets import AUDIT_SETS, audit_set, labels_digest
 from toolbench_adapter.evaluation.cache import JudgementCache
 from toolbench_adapter.evaluation.evaluations import JudgeIdentity
 from toolbench_adapter.evaluation.evaluator import load_evaluator
@@ -92,7 +92,8 @@ def run(args: argparse.Namespace) -> int:
     labels = [str(chosen.labels)] if chosen else args.labels
     converted = [*args.converted, str(chosen.converted)] if chosen else args.converted
     # bad input before the judge is asked anything
-    sets = plan_audit(discover_all(labels), evaluate_times=args.evaluate_times, converted_dirs=converted,
+    found = discover_all(labels)
+    sets = plan_audit(found, evaluate_times=args.evaluate_times, converted_dirs=converted,
                       limit=args.limit, sample=args.sample, seed=args.seed)
     client = judge_client_from_args(args)
     spec = load_evaluator(args.evaluator, args.evaluators_dir)
@@ -121,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
     times = max(r.evaluate_times for r in results)
     identity = JudgeIdentity.of(client, judge, times, {})
     entry = card_entry(results, summary, set_name=args.set, labels=None if args.set else labels,
-                       sample=args.sample, seed=args.seed)
+                       sample=args.sample, seed=args.seed, limit=args.limit, labels_digest=labels_digest(found))
     path = write_card(identity, entry, args.judge_cards)
     print(f"judge card: {path}")
     print(f"cite as: {citation(identity, args.judge_cards)}")

@@ -158,10 +158,15 @@ def audit_record(results: list[AuditedSet], judge_name: str, summary: Summary) -
 
 
 def card_entry(results: list[AuditedSet], summary: Summary, *, set_name: str | None = None,
-               labels: list[str] | None = None, sample: int | None = None, seed: int | None = None) -> dict:
-    """The fields a judge card keeps of one audit (judge_cards.write_card adds the date)."""
+               labels: list[str] | None = None, sample: int | None = None, seed: int | None = None,
+               limit: int | None = None, labels_digest: tuple[str, int] | None = None) -> dict:
+    """The fields a judge card keeps of one audit (judge_cards.write_card adds the date). ``labels_digest``:
+    (sha256, answers) of the label files it was measured against (sets.labels_digest), which reading the card
+    checks (cards.py)."""
     point, interval = summary.shift.average
-    entry = {"set": set_name, "labels": labels, "sample": sample, "seed": seed if sample else None,
+    digest, set_answers = labels_digest or (None, None)
+    entry = {"set": set_name, "labels": labels, "sample": sample, "seed": seed if sample else None, "limit": limit,
+             "labels_sha256": digest, "set_answers": set_answers,
              "answers": sum(len(r.ours) for r in results),
              "pairs": len(summary.judged.pairs), "pairs_by_rule": len(summary.by_rule.pairs),
              "accuracy": summary.judged.accuracy, "kappa": summary.kappa.value, "kappa_why": summary.kappa.why,

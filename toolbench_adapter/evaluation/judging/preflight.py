@@ -39,11 +39,27 @@ URL_FIX = "start the judge server, or pass --judge-url with the OpenAI API root 
           "http://127.0.0.1:8000/v1)"
 
 
-def preflight_judge(client: Any, probe: Callable[[], Any], *, warn: Callable[[str], None] | None = None) -> None:
-    """Raise InputError unless the judge ``client`` is usable; ``probe()`` sends the one test request."""
+def preflight_judge(client: Any, probe: Callable[[], Any], *, warn: Callable[[str], None] | None = None) -> bool | None:
+    """Raise InputError unless the judge ``client`` is usable; ``probe()`` sends the one test request. Returns
+    whether every judge URL's model list names the model (``listed``)."""
     warn = warn or (lambda text: print(text, file=sys.stderr))
-    check_served(client, warn)
+    served = check_served(client, warn)
     _ask(client, probe, warn)
+    return listed(client, served)
+
+
+def listed(client: Any, served: dict[str, list[str] | None] | None) -> bool | None:
+    """The evidence comparability reads of the judge's name (evaluation/comparability.py): True when every judge
+    URL answered GET /models with a list naming the model (the whole id), False when one lists other ids only,
+    None when a URL gave no list (or did not answer, or the client has no URLs: a local model)."""
+    urls = list(getattr(client, "base_urls", None) or [])
+    if not urls or served is None:
+        return None
+    model = getattr(client, "model", None)
+    lists = [served.get(url) for url in urls]
+    if any(ids is not None and model not in ids for ids in lists):
+        return False
+    return None if any(ids is None for ids in lists) else True
 
 
 def prepare_judge(client: Any, spec: Any, mode: str = "auto", *, warn: Callable[[str], None] | None = None,
@@ -51,7 +67,13 @@ def prepare_judge(client: Any, spec: Any, mode: str = "auto", *, warn: Callable[
     """The judge (judge.py's FunctionJudge) for ``client``, checked as ``preflight_judge`` does, its mode settled
     by asking when ``auto``; ``judge.mode_choice`` says how. InputError (exit 2) with the fix otherwise."""
     warn = warn or (lambda text: print(text, file=sys.stderr))
-    check_served(client, warn)
+    served = check_served(client, warn)
+    judge = _prepared(client, spec, mode, warn, options)
+    judge.listed = listed(client, served)  # the judge's identity records it (evaluations.JudgeIdentity)
+    return judge
+
+
+def _prepared(client: Any, spec: Any, mode: str, warn: Callable[[str], None], options: dict) -> Any:
     if mode != "auto" or options.get("constrain"):
         judge = make_judge(client, spec, mode, **options)
         judge.mode_choice = f"--judge-mode {mode}" if mode != "auto" else "--judge-constrain: json"
@@ -120,11 +142,12 @@ def _ask(client: Any, send: Callable[[], Any], warn: Callable[[str], None] | Non
     raise AssertionError("unreachable")
 
 
-def check_served(client: Any, warn: Callable[[str], None]) -> None:
-    """Each judge URL answers GET /models and serves the model (tba eval asks this before its run, too)."""
+def check_served(client: Any, warn: Callable[[str], None]) -> dict[str, list[str] | None] | None:
+    """Each judge URL answers GET /models and serves the model (tba eval asks this before its run, too); returns
+    each URL that answered -> the ids it listed (None: no readable list), None for a client without URLs."""
     urls = list(getattr(client, "base_urls", None) or [])
     if not urls or not hasattr(client, "served_models"):
-        return  # e.g. a local model: loading it was its check
+        return None  # e.g. a local model: loading it was its check
     served: dict[str, list[str] | None] = {}
     unreachable: list[tuple[str, ChatError]] = []
     for url in urls:
@@ -147,6 +170,7 @@ def check_served(client: Any, warn: Callable[[str], None]) -> None:
             raise InputError(f"judge model {model!r} is not served at {url}; served ids: {', '.join(ids) or '(none)'}",
                              field="--judge-model",
                              fix=f"pass --judge-model {ids[0]}" if ids else "load a model into the judge server")
+    return served
 
 
 def _probe_error(client: Any, exc: ChatError, tries: int = 1) -> InputError:

@@ -40,6 +40,27 @@ class SchemaSimulator:
         return SimulationResult({"error": "", "response": body})
 
 
+GENERIC_KEYS = frozenset({"status", "api", "query", "results"})
+
+
+def could_have_made(response: Any, doc: Any) -> bool:
+    """A cheap test of a stored answer's ``response`` against the shapes this simulator gives (the generic answer,
+    a missing-parameter message, the template's top level): False means it did not make it, True that it may
+    have (server/provenance.py then simulates the request and compares)."""
+    if isinstance(response, dict):
+        keys = set(response)
+        if keys == GENERIC_KEYS and response.get("status") == "success":
+            return True
+        if keys == {"message"} and str(response["message"]).startswith("Missing required parameter"):
+            return True
+    template = _load_template(doc.template_response) if doc is not None else None
+    if isinstance(template, dict):
+        return isinstance(response, dict) and set(response) == set(template) - {_LIST_LENGTH_KEY}
+    if isinstance(template, list):
+        return isinstance(response, list)
+    return template is not None  # a leaf template ("str", "int", ...): any value may be its filling
+
+
 def _missing_required(required: list, tool_input: Any) -> list[str]:
     given = tool_input if isinstance(tool_input, dict) else {}
     # the model sees parameter keys as the toolset writes them (change_name(standardize(name)))
