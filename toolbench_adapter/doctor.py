@@ -10,13 +10,13 @@ bounded time whatever answers or hangs.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from toolbench_adapter.evaluation.judging.chat import ChatError, OpenAIChatClient
 from toolbench_adapter.evaluation.judging.preflight import PREFLIGHT_PROMPT, preflight_judge
+from toolbench_adapter.files.input_files import UnreadableFile, read_bytes, read_json
 from toolbench_adapter.queryset.datafetch import sha256_of
 from toolbench_adapter.queryset.queries import GROUPS, PROJECT_DATA, QuerySet
 
@@ -92,12 +92,12 @@ def check_queries(root: Path) -> tuple[QuerySet | None, Check]:
         queries = QuerySet(root)
         count = sum(queries.counts().values())
     except InputError as exc:
-        return None, Check("query files", False, f"{shown(root)}: {exc.problem}", FETCH)
+        return None, Check("query files", False, f"{shown(Path(exc.path or root))}: {exc.problem}", FETCH)
     folder = queries.query_dir.parent  # solvable_queries/ (or the root of a folder laid out like it)
     same = 0
     for rel, digest in QUERY_FILE_SHA256.items():
         path = folder / rel.removeprefix("solvable_queries/")
-        same += path.is_file() and sha256_of(path.read_bytes()) == digest
+        same += _digest(path) == digest
     where = f"{shown(root)}: {count} queries"
     if same == len(QUERY_FILE_SHA256) and count == SOLVABLE_QUERY_COUNT:
         return queries, Check("query files", True, f"{where}, StableToolBench's {SOLVABLE_QUERY_COUNT} solvable "
@@ -107,10 +107,18 @@ def check_queries(root: Path) -> tuple[QuerySet | None, Check]:
                           f"{UPSTREAM_COMMIT[:7]}'s)", FETCH)
 
 
+def _digest(path: Path) -> str | None:
+    """sha256 of a query file's bytes; None where there is no regular file to read (the reader's refusals)."""
+    try:
+        return sha256_of(read_bytes(path, "query file"))
+    except UnreadableFile:
+        return None
+
+
 def shown(path: Path) -> str:
     """A path as the user would type it: relative to the working folder when it lies below it."""
     try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
+        return str(Path(os.path.abspath(path)).relative_to(os.path.abspath(Path.cwd())))  # no link followed: a loop
     except ValueError:
         return str(path)
 
@@ -169,8 +177,8 @@ def check_cache(cache: str | None) -> Check:
 
 def _entries(file: Path) -> int:
     try:
-        data = json.loads(file.read_bytes())
-    except (OSError, ValueError):
+        data = read_json(file, "cache file")
+    except UnreadableFile:  # not a cache file (a FIFO, a link loop, not JSON, ...): no entries counted
         return 0
     return len(data) if isinstance(data, dict) else 0
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from toolbench_adapter.compat import STB, Compat
 from toolbench_adapter.errors import InputError
+from toolbench_adapter.files.input_files import UnreadableFile, read_json
 from toolbench_adapter.naming import function_name, pure_api_name, standardize
 from toolbench_adapter.protocol import functions as P
 from toolbench_adapter.protocol.prompts import TASK_DESCRIPTION_HEAD, TOOL_DESCRIPTION_MAX_LENGTH
@@ -199,13 +200,12 @@ class ToolEnvironment:
 
     def tool_json(self, category: str, tool: str) -> dict | None:
         path = self.root / category / f"{tool}.json"
-        if not path.exists():
-            return None
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise InputError(f"tool file is not valid JSON ({exc.msg} at line {exc.lineno})", path=path,
-                             fix="restore the tool file from the tool environment release") from None
+            data = read_json(path, "tool document")
+        except UnreadableFile as exc:
+            if exc.reason == "not_found":
+                return None
+            raise
         if not isinstance(data, dict):
             raise InputError("tool file must hold a JSON object", path=path)
         return data

@@ -38,6 +38,7 @@ import threading
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
+from stat import S_ISREG
 from typing import Any
 
 from toolbench_adapter.files.fileio import output_path_error, write_json_atomic
@@ -165,6 +166,9 @@ class _Store:
         """(entries, signature of what was read); entries None when the file is not a readable JSON object."""
         path = self.root / rel
         try:
+            if not S_ISREG(os.stat(path).st_mode):  # a FIFO would block the open below: not a cache file
+                log.debug("cache file %s is not a regular file", path)
+                return None, None
             with open(path, encoding="utf-8") as handle:
                 stat = os.fstat(handle.fileno())  # the file read, even if another process replaces the name now
                 data = json.load(handle)
