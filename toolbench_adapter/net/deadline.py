@@ -38,8 +38,9 @@ class Deadline:
         self._outer: Deadline | None = None
 
     def passed(self) -> bool:
-        """The time is up (the watchdog may not have run yet): an error now is this deadline's doing."""
-        return self.expired or (self.at is not None and time.monotonic() >= self.at)
+        """The time is up (the watchdog may not have run yet): an error now is this deadline's doing. A socket
+        timeout cut to the time left may fire a hair before it (the kernel's clock): 10 ms count as up."""
+        return self.expired or (self.at is not None and time.monotonic() >= self.at - 0.01)
 
     def socket_timeout(self, timeout: float | None) -> float | None:
         """``timeout`` for one socket operation, cut to the time left (never 0: that would be non-blocking)."""

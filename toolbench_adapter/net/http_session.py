@@ -107,7 +107,7 @@ class EnvCachedSession(requests.Session):
             try:
                 return super().send(request, **kwargs)
             except requests.RequestException as exc:
-                if deadline.passed() and not isinstance(exc, requests.Timeout):
+                if deadline.passed():  # a read's own timeout cut to the time left, or the watchdog: the whole request
                     raise requests.ReadTimeout(deadline.describe(), request=request) from exc
                 raise
 

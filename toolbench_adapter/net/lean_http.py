@@ -135,7 +135,7 @@ class LeanClient:
             try:
                 response, reply = self._exchange(route, data, sent, connect_s, read_s, deadline)
             except requests.RequestException as exc:
-                if deadline.passed() and not isinstance(exc, requests.Timeout):
+                if deadline.passed():  # a read's own timeout cut to the time left, or the watchdog: the whole request
                     raise requests.ReadTimeout(deadline.describe()) from exc
                 raise
         if "set-cookie" in response.headers:  # into the jar as requests puts them (later calls go by requests)
