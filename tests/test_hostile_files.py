@@ -326,3 +326,16 @@ def test_yaml_keys_given_twice_are_refused_anywhere_but_merge_keys_still_merge(t
 def test_a_kind_not_in_the_list_is_the_callers_mistake(tmp_path):
     with pytest.raises(ValueError, match="no input file kind 'query fille'"):
         read_json(tmp_path / "x.json", "query fille")
+
+
+def test_the_replay_backend_reports_a_too_deep_recording_as_an_unreadable_answer_file(tmp_path):
+    """It raised RecursionError out of complete() (a harness error with a traceback in errors.jsonl)."""
+    from runners.models.base import ModelRequest
+    from runners.models.replay import ReplayBackend
+
+    hostile(tmp_path / "G1_instruction" / "5_CoT@1.json", "nested 200,000 deep")
+    backend = ReplayBackend(answers=tmp_path)
+    completion = backend.complete(ModelRequest(prompt="p", key={"group": "G1_instruction", "query_id": 5,
+                                                                 "method": "CoT@1", "path": [], "attempt": 0}))
+    assert "cannot read the answer file for G1_instruction/5_CoT@1" in completion.error
+    assert "nested too deeply to read" in completion.error
