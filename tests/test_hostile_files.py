@@ -211,6 +211,7 @@ READERS = {  # a reader of the project, the file name it reads in a folder, what
     "prompt file": ("from toolbench_adapter.server.simulators.mirrorapi import load_system_prompt as r; "
                     "r(str(P))", "prompt.txt"),
     "corpus": ("from toolbench_adapter.report.parser_corpus import read_jsonl as r; list(r(P))", "outputs.jsonl"),
+    "price file": ("from toolbench_adapter.runs.cost import read_prices as r; r(P)", "prices.yaml"),
 }
 
 

@@ -68,6 +68,9 @@ KINDS: dict[str, FileKind] = _kinds(
              "pass an evaluator folder holding config.yaml and its template (like evaluators/default)"),
     FileKind("prompt template", 4 * MiB, "upstream's are under 4 KB",
              "pass an evaluator folder holding config.yaml and its template (like evaluators/default)"),
+    FileKind("price file", 4 * MiB, "a price file is a few lines",
+             "pass a price file: models: {MODEL: {input: PER_MILLION, output: PER_MILLION}} (docs/noise.md: Cost and "
+             "latency)"),
     FileKind("prompt file", 4 * MiB, "a system prompt is a few KB", "pass the text file of the system prompt"),
     FileKind("label file", 256 * MiB, "a group's labels for 1,100 queries are a few MB",
              "pass label files written by `tba judge` / `tba evaluate` or released with StableToolBench"),
