@@ -8,7 +8,9 @@ process's CPU time and the wall time per call:
 - requests: ``EnvCachedSession.post`` + ``.json()`` (the per-thread session the transport keeps);
 - urllib3, http.client: the same exchange one layer down each (a kept-alive connection), for reference;
 - post_json lean / post_json requests: the whole transport (endpoint pool, retry bookkeeping, HttpResult)
-  over the lean lane, and with ``lean=False`` over requests.
+  over the lean lane, and with ``lean=False`` over requests;
+- deadline alone: what bounding the whole request costs each of them (net/deadline.py: a Deadline opened,
+  its socket watched, closed), no request sent.
 
 Each row runs twice, interleaved, after a warm-up; the lower figure is kept. Run with
 ``.venv/bin/python benchmarks/bench_http.py [--calls N]``. Figures are noisy on a shared machine: compare rows
@@ -31,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_runner import serve_in_subprocess  # noqa: E402
 
+from toolbench_adapter.net.deadline import Deadline  # noqa: E402
 from toolbench_adapter.net.http_session import EnvCachedSession  # noqa: E402
 from toolbench_adapter.net.transport import HttpTransport  # noqa: E402
 
@@ -64,8 +67,12 @@ def clients(port: int) -> dict:
             assert transport.post_json("", BODY).ok
         return call
 
+    def deadline_alone():
+        with Deadline(60.0) as deadline:
+            deadline.watch(conn.sock)
+
     return {"requests": via_requests, "urllib3": via_urllib3, "http.client": via_http_client,
-            "post_json lean": via(lean), "post_json requests": via(plain)}
+            "post_json lean": via(lean), "post_json requests": via(plain), "deadline alone": deadline_alone}
 
 
 def main() -> None:

@@ -94,6 +94,48 @@ class LoopbackServer(abc.ABC):
         self._sock.close()
 
 
+class TricklingServer(LoopbackServer):
+    """Answers every request (any method, any path) with a 200 whose body comes one byte every ``interval_s``
+    seconds: each read gets a byte well within any timeout, so only a limit on the whole request ends it.
+    ``head=True``: the status line and headers trickle too. ``prompt``: paths (their ends, e.g. "/models")
+    answered at once with their own body, so a preflight passes and the request after it trickles."""
+
+    def __init__(self, body: dict | None = None, interval_s: float = 0.5, head: bool = False,
+                 prompt: dict[str, dict] | None = None):
+        super().__init__()
+        self.body = json.dumps(body or OK_BODY).encode()
+        self.interval_s, self.head = interval_s, head
+        self.prompt = {path: json.dumps(answer).encode() for path, answer in (prompt or {}).items()}
+        self.requests: list[bytes] = []
+        self.gave_up = 0  # replies the client stopped reading before their end
+
+    def _handle(self, conn: socket.socket) -> None:
+        try:
+            request = _read_request(conn)
+            if not request:
+                return
+            with self._lock:
+                self.requests.append(request)
+            path = request.split(b" ", 2)[1].decode(errors="replace") if request.count(b" ") >= 2 else ""
+            at_once = next((body for end, body in self.prompt.items() if path.endswith(end)), None)
+            if at_once is not None:
+                conn.sendall(_reply(200, at_once))
+                return
+            reply = _reply(200, self.body)
+            head, _, body = reply.partition(b"\r\n\r\n")
+            if not self.head:
+                conn.sendall(head + b"\r\n\r\n")
+            for byte in (reply if self.head else body):
+                if self._stop.wait(self.interval_s):
+                    return
+                conn.sendall(bytes([byte]))
+        except OSError:
+            with self._lock:
+                self.gave_up += 1  # the client hung up mid-trickle: what a whole-request timeout does
+        finally:
+            conn.close()
+
+
 class FaultyServer(LoopbackServer):
     """Faults: "ok", "cut" (Content-Length larger than the body, then close), "reset" (RST, no reply),
     "hang" (no reply until the server stops), "html" (200, not JSON), an HTTP status as an int, or a

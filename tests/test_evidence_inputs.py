@@ -76,7 +76,9 @@ def test_doctor_names_unreadable_tool_documents_and_cache_files_without_hanging(
     assert "0 of 814 tools" in docs and "unreadable, e.g. " in docs and str(tools) in docs
     cache_line = next(line for line in done.stdout.splitlines() if "response cache" in line)
     assert "1 entries in" in cache_line and "files unreadable" in cache_line  # the readable entry is counted
-    assert "over 256 MiB" in cache_line and "not UTF-8" in cache_line
+    # the one input reader's words (files/input_files.py): the size refused before reading, the bytes named
+    assert "the limit for a cache file" in cache_line and "refused before reading it" in cache_line
+    assert "binary file" in cache_line
     assert "not regular files" in done.stderr and "FIFO 1" in done.stderr  # the listing names what it skipped
 
 

@@ -51,7 +51,7 @@ def test_a_hostile_run_config_is_exit_2_naming_the_file(tmp_path, case):
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_a_hostile_evaluator_config_is_refused_naming_the_file(tmp_path, case):
-    """`--evaluator DIR` reads DIR/config.yaml: the same limits (toolbench_adapter/files/yaml_limits.py)."""
+    """`--evaluator DIR` reads DIR/config.yaml: the same limits (toolbench_adapter/files/input_files.py)."""
     from toolbench_adapter.errors import InputError
     from toolbench_adapter.evaluation.evaluator import load_evaluator
 

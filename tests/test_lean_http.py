@@ -171,7 +171,7 @@ def test_the_lean_lanes_details_say_what_happened():
     with FaultyServer(["cut", "reset", "hang"]) as server:
         result = transport(server.url, True, timeout=0.3).post_json("", BODY)
     assert result.faults == (FaultKind.TRUNCATED_BODY, FaultKind.CONNECTION_ERROR, FaultKind.TIMEOUT)
-    assert result.detail == "Read timed out. (read timeout=0.3)"
+    assert result.detail == "no complete reply within 0.3 s (the whole request: connect, send, headers and body)"
     with FaultyServer(["cut"]) as server:
         detail = transport(server.url, True, policy=RetryPolicy(attempts=1)).post_json("", BODY).detail
     assert "IncompleteRead" in detail and "more expected" in detail

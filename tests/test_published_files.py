@@ -3,6 +3,7 @@ never a traceback, and never a read without bound."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -10,9 +11,9 @@ import sys
 import pytest
 
 from runners.cli import main
-from toolbench_adapter.evaluation.published import file as published_file
 from toolbench_adapter.evaluation.published import leaderboards as published
 from toolbench_adapter.evaluation.published.markdown import split_cells, split_cells_carefully
+from toolbench_adapter.files import input_files
 
 TABLE = ("| Method | I1 Inst | I1 Cat | I1 Tool | I2 Cat | I2 Inst | I3 Inst | Average |\n|---|---|---|---|---|---|---|---|\n"
          "| A | 1.0 | 2.0 | 3.0 | 4.0 | 5.0 | 6.0 | 3.5 |\n")
@@ -42,7 +43,8 @@ def test_a_folder_is_refused_by_name(tmp_path, capsys):
 
 
 def test_a_file_over_the_cap_is_refused_before_it_is_read_whole(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(published_file, "MAX_BYTES", 100)
+    monkeypatch.setitem(input_files.KINDS, "published table",
+                        dataclasses.replace(input_files.KINDS["published table"], max_bytes=100))
     path = tmp_path / "table.md"
     path.write_text(TABLE * 5)
     assert "larger than" in refused(capsys, path)

@@ -14,9 +14,7 @@ device, binary, too big, nested too deeply, a link loop) is named, never opened 
 
 from __future__ import annotations
 
-import json
 import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -25,6 +23,7 @@ from toolbench_adapter.evaluation.comparability import PROVIDER_HOSTS
 from toolbench_adapter.evaluation.judging.chat import ChatError, OpenAIChatClient
 from toolbench_adapter.evaluation.judging.preflight import PREFLIGHT_PROMPT, preflight_judge
 from toolbench_adapter.files.folder_files import files_under
+from toolbench_adapter.files.input_files import UnreadableFile, read_bytes, read_json
 from toolbench_adapter.queryset.datafetch import sha256_of
 from toolbench_adapter.queryset.queries import GROUPS, PROJECT_DATA, QuerySet
 from toolbench_adapter.queryset.tool_coverage import tool_coverage
@@ -122,12 +121,12 @@ def check_queries(root: Path) -> tuple[QuerySet | None, Check]:
         queries = QuerySet(root)
         count = sum(queries.counts().values())
     except InputError as exc:
-        return None, Check("query files", False, f"{shown(root)}: {exc.problem}", FETCH)
+        return None, Check("query files", False, f"{shown(Path(exc.path or root))}: {exc.problem}", FETCH)
     folder = queries.query_dir.parent  # solvable_queries/ (or the root of a folder laid out like it)
     same = 0
     for rel, digest in QUERY_FILE_SHA256.items():
         path = folder / rel.removeprefix("solvable_queries/")
-        same += path.is_file() and sha256_of(path.read_bytes()) == digest
+        same += _digest(path) == digest
     where = f"{shown(root)}: {count} queries"
     if same == len(QUERY_FILE_SHA256) and count == SOLVABLE_QUERY_COUNT:
         return queries, Check("query files", True, f"{where}, StableToolBench's {SOLVABLE_QUERY_COUNT} solvable "
@@ -137,10 +136,18 @@ def check_queries(root: Path) -> tuple[QuerySet | None, Check]:
                           f"{UPSTREAM_COMMIT[:7]}'s)", FETCH)
 
 
+def _digest(path: Path) -> str | None:
+    """sha256 of a query file's bytes; None where there is no regular file to read (the reader's refusals)."""
+    try:
+        return sha256_of(read_bytes(path, "query file"))
+    except UnreadableFile:
+        return None
+
+
 def shown(path: Path) -> str:
     """A path as the user would type it: relative to the working folder when it lies below it."""
     try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
+        return str(Path(os.path.abspath(path)).relative_to(os.path.abspath(Path.cwd())))  # no link followed: a loop
     except ValueError:
         return str(path)
 
@@ -179,7 +186,6 @@ CACHE_GET = (f"StableToolBench's cache: {CACHE_URL} (or {CACHE_URL_MIRROR}); unz
              "tool_response_cache folder as --cache DIR (tba serve --cache, tba run --cache-dir)")
 
 
-CACHE_FILE_BYTES_MAX = 256 << 20  # a cache file past this is named, not read (upstream's are a few MB at most)
 UNREADABLE_SHOWN = 3
 
 
@@ -263,21 +269,9 @@ class CacheCensus:
 def _cache_file(file: Path) -> tuple[dict, str | None]:
     """(entries, None) or ({}, "PATH: why it cannot be read") without opening what is not a regular file."""
     try:
-        info = os.stat(file)
-        if not stat.S_ISREG(info.st_mode):
-            return {}, f"{file}: not a regular file"
-        if info.st_size > CACHE_FILE_BYTES_MAX:
-            return {}, f"{file}: {info.st_size} bytes, over {CACHE_FILE_BYTES_MAX >> 20} MiB"
-        with open(file, "rb") as handle:
-            data = json.loads(handle.read(CACHE_FILE_BYTES_MAX + 1).decode("utf-8"))
-    except OSError as exc:
-        return {}, f"{file}: cannot be read ({exc.strerror or exc})"
-    except UnicodeDecodeError as exc:
-        return {}, f"{file}: not UTF-8 (byte {exc.start})"
-    except RecursionError:
-        return {}, f"{file}: JSON nested too deeply"
-    except ValueError as exc:
-        return {}, f"{file}: not JSON ({exc})"
+        data = read_json(file, "cache file")  # the one reader: no special file opened, no file read past its limit
+    except UnreadableFile as exc:
+        return {}, f"{file}: {exc.problem}"
     if not isinstance(data, dict):
         return {}, f"{file}: not a JSON object of entries"
     return data, None

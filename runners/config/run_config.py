@@ -11,7 +11,7 @@ from pydantic import Field
 
 from toolbench_adapter.compat import Compat
 from toolbench_adapter.errors import InputError
-from toolbench_adapter.files.yaml_limits import read_yaml
+from toolbench_adapter.files.input_files import read_yaml
 from toolbench_adapter.structured.policy import reask_limit
 
 from ..search.methods import SearchMethod, known_forms, parse_method
@@ -252,7 +252,7 @@ def load_yaml(path: str | Path) -> dict:
     """A config file's settings, every one checked (names, types, ranges): InputError (exit 2) naming the
     file, each wrong setting and its fix."""
     path = Path(path)
-    data = read_yaml(path, "config file", fix="a run config is a flat mapping of settings (docs/runs.md)") or {}
+    data = read_yaml(path, "config file") or {}
     if not isinstance(data, dict):
         raise InputError("config file must hold a mapping of run settings", path=path,
                          fix="write one `setting: value` per line, e.g. concurrency: 4")

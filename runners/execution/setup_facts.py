@@ -11,15 +11,16 @@ from __future__ import annotations
 import json
 import os
 import sys
-import urllib.request
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+import requests
 from tqdm import tqdm
 
 from toolbench_adapter.errors import InputError
 from toolbench_adapter.evaluation.comparability import RESPONSE_COUNTS, run_notice
 from toolbench_adapter.evaluation.stb_queries import classify_queries, merge_queries
+from toolbench_adapter.net.http_session import EnvCachedSession
 from toolbench_adapter.queryset.queries import resolve_root
 from toolbench_adapter.queryset.tool_coverage import ToolCoverage, tool_coverage
 from toolbench_adapter.structured.describe import policy_of
@@ -37,10 +38,11 @@ def _server_get(url: str, path: str) -> dict | None:
     """GET /stats or /health beside a /virtual URL; None when the server has none (upstream's has neither)."""
     parts = urlsplit(url)
     target = urlunsplit((parts.scheme, parts.netloc, path, "", ""))
-    try:
-        with urllib.request.urlopen(target, timeout=PROBE_TIMEOUT_S) as reply:  # noqa: S310 (the run's own server)
-            data = json.loads(reply.read(1_000_000))
-    except (OSError, ValueError):
+    try:  # PROBE_TIMEOUT_S bounds the whole request (net/deadline.py): a server that trickles its reply ends too
+        with EnvCachedSession() as session:
+            reply = session.get(target, timeout=PROBE_TIMEOUT_S)
+        data = json.loads(reply.content[:1_000_000]) if reply.status_code == 200 else None
+    except (requests.RequestException, ValueError):
         return None
     return data if isinstance(data, dict) else None
 

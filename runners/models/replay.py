@@ -22,6 +22,7 @@ from pathlib import Path
 
 from toolbench_adapter.errors import InputError
 from toolbench_adapter.files.folder_files import files_under
+from toolbench_adapter.files.input_files import read_json
 
 from ..failures import REPLAY_GAP
 from .base import Completion, ModelRequest, reject_unknown_options
@@ -59,7 +60,7 @@ class _RecordedQuery:
 
     def __init__(self, path: Path):
         self.path = path
-        self.index = index_turns(turn_trees(json.loads(path.read_text(encoding="utf-8"))))
+        self.index = index_turns(turn_trees(read_json(path, "answer file")))
         self.asked: dict[TurnKey, int] = {}
         self.calls_served = 0
 
@@ -148,7 +149,7 @@ class ReplayBackend:
         with self._lock:  # one run asks from many threads; the ask counters must not race
             try:
                 recorded = self._query(group, query_id, method)
-            except (OSError, ValueError) as exc:
+            except (OSError, ValueError, InputError) as exc:  # the reader's refusals (too deep, not UTF-8, ...)
                 return Completion(error=f"replay: cannot read the answer file for {group}/{query_id}_{method}: {exc}")
             if recorded is None:
                 return Completion(error=f"replay: no answer file {group}/{query_id}_{method}.json in "

@@ -27,6 +27,7 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 
+from toolbench_adapter.files.input_files import PARSER_DEPTH
 from toolbench_adapter.server.limits import read_body_capped
 from toolbench_adapter.structured.grammar import Constraint
 
@@ -124,6 +125,8 @@ def requested_constraint(body: dict) -> Constraint | str | None:
                 schema = json.loads(schema)
             except ValueError:
                 return "structured_outputs.json must be a JSON schema"
+            except RecursionError:
+                return f"structured_outputs.json nests deeper than this server reads (about {PARSER_DEPTH} levels)"
         if not isinstance(schema, dict):
             return "structured_outputs.json must be a JSON schema (an object) and grammar a string"
         return Constraint("request", json_schema=schema)
@@ -198,8 +201,11 @@ def build_app(backend, served_name: str | None = None, max_body_bytes: int = DEF
                           "invalid_request_error")
         try:
             body = json.loads(raw)
-        except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        except ValueError:  # UnicodeDecodeError is a ValueError
             return _error(400, "the body is not JSON", "invalid_request_error")
+        except RecursionError:  # valid or not, JSON deeper than the parser follows: say so, not "not JSON"
+            return _error(400, "the body's JSON nests deeper than this server reads (more than about "
+                          f"{PARSER_DEPTH} levels; a chat request nests a few dozen)", "invalid_request_error")
         if not isinstance(body, dict):
             return _error(400, "the body must be a JSON object", "invalid_request_error")
         if body.get("model") not in (None, served_name):

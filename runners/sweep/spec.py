@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from toolbench_adapter.errors import InputError
-from toolbench_adapter.files.yaml_limits import read_yaml
+from toolbench_adapter.files.input_files import read_yaml
 from toolbench_adapter.queryset.query_identity import canonical_sha256
 from toolbench_adapter.registry import UnknownNameError
 
@@ -143,7 +143,7 @@ def load_spec(path: str | Path, *, name: str | None = None, base_overrides: dict
     an axis's values given on the command line (--axis parser=a,b) replace the spec's; ``trials``: --trials (it
     replaces the spec's trials:)."""
     path = Path(path)
-    data = read_yaml(path, "sweep spec", fix="see docs/sweeps.md for the spec's shape and an example")
+    data = read_yaml(path, "sweep spec")
     if not isinstance(data, dict):
         raise InputError("a sweep spec is a mapping with name, base, axes and judges", path=path,
                          fix="see docs/sweeps.md for an example")

@@ -15,6 +15,7 @@ Deviation: a ``"function_call": null`` message does not crash (STB issue #34); i
 from __future__ import annotations
 
 import copy
+import os
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -247,9 +248,12 @@ def answer_files_for(inputs: str | Path | list[str | Path], method: str | None =
     files: list[Path] = []
     for item in inputs if isinstance(inputs, list) else [inputs]:
         item = Path(item)
+        if not os.path.lexists(item):
+            raise InputError("answer folder or file not found", path=item,
+                             fix="pass a group folder of a run (results/runs/NAME/G1_instruction) or answer files")
         if item.is_dir() and next(item.glob("*.json"), None) is None:
             files.extend(p for p in expand_answer_inputs([item]) if method is None or method in p.name)
-        elif item.is_file():
+        elif not item.is_dir():  # a file, or what stands in its place (a FIFO, a link loop): the reader refuses those
             files.extend([item] if method is None or method in item.name else [])
         else:
             files.extend(iter_answer_files(item, method, order))
@@ -280,7 +284,7 @@ def ordered_files(answer_dir: str | Path | list[str | Path], method: str, order:
     files = answer_files_for(answer_dir, method, order)
     if order_from is None:
         return files
-    reference = read_json(Path(order_from))
+    reference = read_json(Path(order_from), "converted answer file (--order-from)", kind="converted answer file")
     if not isinstance(reference, dict):
         raise InputError("expected a converted answer file (a JSON object keyed by query id)", path=order_from)
     rank = {qid: position for position, qid in enumerate(reference)}

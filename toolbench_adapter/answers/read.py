@@ -20,10 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from toolbench_adapter.files.folder_files import files_under, regular_files
+from toolbench_adapter.files.input_files import UnreadableFile, json_depth, read_text
 from toolbench_adapter.queryset.queries import GROUPS, is_group_name
 
 from ..errors import RUN_FOLDER_FIX, InputError
-from .shape import deepest_point, structure_problem
+from .shape import structure_problem
 
 COT, DFS = "cot", "dfs"
 STYLE_FUNCTION_CALL, STYLE_TOOL_CALLS = "function_call", "tool_calls"
@@ -84,15 +85,11 @@ def split_file_name(name: str) -> tuple[str, str]:
 def load_answer(path: str | Path, group: str | None = None) -> AnswerFile:
     path = Path(path)
     try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except FileNotFoundError:
-        raise InputError("answer file is missing", path=path) from None
-    except OSError as exc:
-        raise UnusableAnswer("unreadable", f"cannot read the file ({exc.strerror or exc})", path=path) from None
-    except UnicodeDecodeError as exc:
-        raise UnusableAnswer("not_json", f"answer file is not UTF-8 text ({exc.reason} at byte {exc.start})",
-                             path=path, fix="re-run the query (the file is damaged)") from None
+        text = read_text(path, "answer file")
+    except UnreadableFile as exc:
+        if exc.reason == "not_found":
+            raise InputError("answer file is missing", path=path) from None
+        raise unusable(exc, "re-run the query (the file is damaged)") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -307,8 +304,20 @@ def check_structure(data: dict, path: Path) -> None:
                              "re-run that query, or leave the file out")
 
 
+# the reader's reason codes as the answer files' per-reason counts have always named them
+_REASONS = {"not_utf8": "not_json", "binary": "not_json", "too_deep": "too_deeply_nested"}
+
+
+def unusable(refused: UnreadableFile, damaged_fix: str) -> UnusableAnswer:
+    """The reader's refusal of an answer file as an UnusableAnswer; ``damaged_fix``: the fix of bytes that are
+    not text (a file the run wrote and something damaged)."""
+    reason = _REASONS.get(refused.reason, refused.reason)
+    fix = damaged_fix if reason == "not_json" else refused.fix
+    return UnusableAnswer(reason, refused.problem, path=refused.path or "", field=refused.field, fix=fix)
+
+
 def too_deep_to_parse(text: str, path: Path) -> UnusableAnswer:
-    depth, line, column = deepest_point(text)
+    depth, line, column = json_depth(text)
     return UnusableAnswer("too_deeply_nested", f"the JSON nests {depth} levels deep, more than the parser follows "
                           "(answer files nest a few dozen levels)", path=path, field=f"line {line} column {column}",
                           fix="leave this file out: it is not an answer file")
@@ -318,12 +327,12 @@ def read_recorded(path: str | Path) -> RecordedAnswer:
     """Read one answer file of any layout; UnusableAnswer (an InputError with a reason code) when it is not one."""
     path = Path(path)
     try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
+        text = read_text(path, "answer file")
+    except UnreadableFile as exc:
+        raise unusable(exc, "the file is damaged: re-run that query") from None
+    try:
         data = json.loads(text)
-    except OSError as exc:
-        raise UnusableAnswer("unreadable", f"cannot read the file ({exc.strerror or exc})", path=path) from None
-    except (ValueError, UnicodeDecodeError) as exc:
+    except ValueError as exc:
         raise UnusableAnswer("not_json", f"not valid JSON ({exc})", path=path,
                              fix="the file was probably cut short: re-run that query") from None
     except RecursionError:  # json raises RecursionError, not ValueError, for nesting deeper than it follows
@@ -347,12 +356,21 @@ def read_recorded(path: str | Path) -> RecordedAnswer:
     return RecordedAnswer(path=path, data=data, identity=identify_answer_path(path))
 
 
+# a run folder (tba run) has this file at its root (runs/folder.py's MANIFEST: answers/ sits below runs/)
+RUN_MANIFEST = "manifest.json"
+
+
 def expand_answer_inputs(inputs: list[str | Path]) -> list[Path]:
-    """Files as given; folders: every *.json below them, sorted. A missing input is an InputError."""
+    """Files as given; folders: every *.json below them, sorted, except in a run folder (a manifest.json at its
+    root): its answer files only, ``{group}/*.json`` (its manifest, evaluations, converted and eval/ files, and the
+    partial trees of failed/, are no answers). A missing input is an InputError."""
     files: list[Path] = []
     for item in inputs:
         item = Path(item)
-        if item.is_dir():
+        if item.is_dir() and (item / RUN_MANIFEST).is_file():
+            files.extend(path for path in files_under(item, "*/*.json", recursive=False)
+                         if is_group_name(path.parent.name))
+        elif item.is_dir():
             files.extend(files_under(item, "*.json"))
         elif item.exists() or item.is_symlink():
             files.extend(regular_files([item]))

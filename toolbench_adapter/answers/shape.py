@@ -150,30 +150,3 @@ def _message_problem(message: Any, where: str) -> Problem | None:
             return problem
     return None
 
-
-def deepest_point(text: str) -> tuple[int, int, int]:
-    """(depth, line, column) of the deepest nesting in a JSON text, strings skipped: where a file that the
-    parser gave up on (RecursionError) goes too deep."""
-    depth = best = 0
-    line, column, at = 1, 0, (1, 1)
-    in_string = escaped = False
-    for char in text:
-        column += 1
-        if char == "\n":
-            line, column = line + 1, 0
-        elif in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "[{":
-            depth += 1
-            if depth > best:
-                best, at = depth, (line, column)
-        elif char in "]}":
-            depth -= 1
-    return best, at[0], at[1]

@@ -16,10 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from toolbench_adapter.files.yaml_limits import check_expanded_size
+from toolbench_adapter.files.input_files import UnreadableFile, parse_yaml, read_text
 
 from ..errors import InputError
 from ..protocol.evaluation import (
@@ -135,22 +134,21 @@ def load_evaluator(name_or_path: str | Path | None = None, search_dirs: list[str
     folder = resolve_evaluator(name_or_path, search_dirs)
     config_path = folder / EVALUATOR_CONFIG_FILE
     try:
-        config_text = config_path.read_text(encoding="utf-8")
-        config = yaml.safe_load(config_text)
-    except FileNotFoundError:
-        raise InputError("evaluator folder has no config.yaml", path=folder) from None
-    except yaml.YAMLError as exc:
-        raise InputError(f"config.yaml is not valid YAML ({exc})", path=config_path) from None
-    except (RecursionError, MemoryError):  # yaml's composer recurses once per nesting level
-        raise InputError("config.yaml is nested too deeply to read", path=config_path) from None
-    check_expanded_size(config, config_path)
+        config_text = read_text(config_path, "evaluator config")
+    except UnreadableFile as exc:
+        if exc.reason == "not_found" and not config_path.is_symlink():
+            raise InputError("evaluator folder has no config.yaml", path=folder) from None
+        raise
+    config = parse_yaml(config_text, config_path, "evaluator config")
     if not isinstance(config, dict):
         raise InputError("config.yaml must be a mapping", path=config_path)
     template_path = folder / str(config.get("prompt_template", "template.txt"))
     try:
-        template_text = template_path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("prompt template not found", path=template_path, field="prompt_template") from None
+        template_text = read_text(template_path, "prompt template")
+    except UnreadableFile as exc:
+        if exc.reason == "not_found":
+            raise InputError("prompt template not found", path=template_path, field="prompt_template") from None
+        raise
     kwargs = check_completions_kwargs(config.get("completions_kwargs"), config_path)
     functions = {f["name"]: f for f in kwargs.get("functions") or []}
     templates = {}

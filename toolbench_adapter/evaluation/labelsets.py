@@ -10,11 +10,11 @@ A ``{model}/{group}.json`` without ``is_solved`` (a converted answer file, say) 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from toolbench_adapter.files.folder_files import files_under, regular_files
+from toolbench_adapter.files.input_files import UnreadableFile, read_json, read_text
 from toolbench_adapter.queryset.queries import GROUPS
 
 from ..errors import InputError
@@ -24,6 +24,8 @@ LAYOUTS = ("{model}/{group}_{model}.json or .csv (StableToolBench pass_rate_resu
            "{model}/{group}.json or .csv holding is_solved labels (per-model folders; model = folder name)",
            "{group}_{reference}_{output}.json or .csv (preference results)")
 PASS_RATE, PREFERENCE = "pass_rate", "preference"
+# what a file named like labels may be without being one (skipped); every other refusal of the reader is exit 2
+NOT_LABELS = ("not_json", "not_utf8", "binary")
 
 
 @dataclass(frozen=True)
@@ -40,19 +42,23 @@ class FoundLabels:
 def _holds_pass_rate_labels(path: Path) -> bool:
     """Cheap content test for ``{model}/{group}.json``: the records carry ``is_solved``."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return False
+        data = read_json(path, "label file")
+    except UnreadableFile as exc:  # not JSON: not labels; a FIFO, a link loop or a file too large is refused
+        if exc.reason in NOT_LABELS:
+            return False
+        raise
     return isinstance(data, dict) and bool(data) and all(isinstance(v, dict) and "is_solved" in v
                                                          for v in data.values())
 
 
 def _csv_header_has_is_solved(path: Path) -> bool:
     try:
-        with open(path, encoding="utf-8") as handle:
-            return "is_solved" in handle.readline().rstrip("\n").split("\t")
-    except (OSError, UnicodeDecodeError):
-        return False
+        head = read_text(path, "label file").split("\n", 1)[0]
+    except UnreadableFile as exc:
+        if exc.reason in NOT_LABELS:
+            return False
+        raise
+    return "is_solved" in head.rstrip("\r").split("\t")
 
 
 def classify(path: Path) -> FoundLabels | None:
@@ -65,7 +71,11 @@ def classify(path: Path) -> FoundLabels | None:
     if GROUP_RE.match(path.stem):
         try:
             kind = PREFERENCE if is_preference_file(path) else PASS_RATE
-        except (InputError, OSError, UnicodeDecodeError):
+        except UnreadableFile as exc:
+            if exc.reason in NOT_LABELS:
+                return None
+            raise
+        except InputError:
             return None
         return FoundLabels(path, kind)
     return None

@@ -12,13 +12,15 @@ import ast
 import csv
 import io
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from toolbench_adapter.files.fileio import read_json, write_text_atomic
+from toolbench_adapter.files.fileio import write_text_atomic
 from toolbench_adapter.files.folder_files import files_under
+from toolbench_adapter.files.input_files import read_json, read_text
 from toolbench_adapter.queryset.queries import GROUPS
 
 from ..errors import InputError
@@ -80,11 +82,8 @@ def split_group(stem: str, path: Path | None = None) -> tuple[str, str]:
 
 def _csv_rows(path: Path) -> list[dict[str, str]]:
     csv.field_size_limit(1 << 30)
-    try:
-        with open(path, encoding="utf-8", newline="") as handle:
-            return list(csv.DictReader(handle, delimiter="\t"))
-    except FileNotFoundError:
-        raise InputError("label file not found", path=path) from None
+    text = read_text(path, "label file")
+    return list(csv.DictReader(io.StringIO(text, newline=""), delimiter="\t"))
 
 
 def _repeat_labels(value: Any, path: Path, qid: str) -> dict[int, Label]:
@@ -114,7 +113,7 @@ def read_label_file(path: str | Path, group: str | None = None, model: str | Non
                 raise InputError("pass-rate CSV needs query_id and is_solved columns", path=path)
             labels[row["query_id"]] = _repeat_labels(row["is_solved"], path, row["query_id"])
     else:
-        data = read_json(path)
+        data = read_json(path, "label file")
         if not isinstance(data, dict):
             raise InputError("pass-rate label file must be a JSON object keyed by query id", path=path)
         for qid, entry in data.items():
@@ -123,16 +122,15 @@ def read_label_file(path: str | Path, group: str | None = None, model: str | Non
             labels[str(qid)] = _repeat_labels(entry["is_solved"], path, str(qid))
             entries[str(qid)] = entry
     meta_path = path.with_name(path.stem + META_SUFFIX)
-    meta = read_json(meta_path) if meta_path.exists() else {}
+    meta = read_json(meta_path, "label file", what="label meta file") if os.path.lexists(meta_path) else {}
     return LabelSet(group=group, model=model, labels=labels, source=path, entries=entries, meta=meta)
 
 
 def is_preference_file(path: Path) -> bool:
     """Preference files hold per-model win counts (JSON) or a preference_label column (CSV)."""
     if path.suffix == ".csv":
-        with open(path, encoding="utf-8") as handle:
-            return "preference_label" in handle.readline()
-    data = read_json(path)
+        return "preference_label" in read_text(path, "label file").split("\n", 1)[0]
+    data = read_json(path, "label file")
     return isinstance(data, dict) and any(isinstance(v, dict) and "is_solved" not in v for v in data.values())
 
 
@@ -152,7 +150,9 @@ def read_preference_file(path: str | Path) -> PreferenceSet:
             except (KeyError, ValueError):
                 raise InputError("preference_label must be 1, 2 or 3", path=path, field=row.get("query_id")) from None
     else:
-        data = read_json(path)
+        data = read_json(path, "label file")
+        if not isinstance(data, dict):
+            raise InputError("preference file must be a JSON object keyed by query id", path=path)
         models = sorted({k for v in data.values() if isinstance(v, dict) for k in v if not k.startswith("round_")})
         reference, output = _split_pair(pair, models, path)
         for qid, counts in data.items():
@@ -165,9 +165,10 @@ def _failed_rounds(path: Path) -> dict[str, int]:
     """Rounds our meta file records as judge failures (no verdict), per query: such a query's win counts are not
     an outcome. Upstream files have no meta file (their "incomplete" rounds are missing answers, not failures)."""
     meta_path = path.with_name(path.stem + META_SUFFIX)
-    if not meta_path.exists():
+    if not os.path.lexists(meta_path):
         return {}
-    rounds = read_json(meta_path).get("rounds")
+    meta = read_json(meta_path, "label file", what="label meta file")
+    rounds = meta.get("rounds") if isinstance(meta, dict) else None
     if not isinstance(rounds, dict):
         return {}
     failed = {str(qid): sum(1 for record in by_round.values() if isinstance(record, dict) and record.get("error"))

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from toolbench_adapter.errors import InputError
+from toolbench_adapter.files import input_files
 from toolbench_adapter.files.json_indent import dumps_indented
 
 _UMASK_LOCK = threading.Lock()
@@ -227,17 +228,7 @@ def write_json_atomic(path: str | Path, data: Any, *, indent: int | None = 2, fs
     return write_text_atomic(path, text, fsync=fsync)
 
 
-def read_json(path: str | Path, what: str = "file") -> Any:
-    """JSON from a file, or an InputError naming the file and where the JSON broke."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
-    except FileNotFoundError:
-        raise InputError(f"{what} not found", path=path) from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON ({exc.msg} at line {exc.lineno})", path=path) from None
-    except RecursionError:  # json raises this, not a JSONDecodeError, on nesting deeper than the stack
-        raise InputError("JSON nested too deeply to read", path=path,
-                         fix="this is not a file the project or upstream writes; check where it came from") from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text (byte {exc.start})", path=path) from None
+def read_json(path: str | Path, what: str = "file", kind: str = "run record") -> Any:
+    """JSON from one of the project's own records (a manifest, sweep.json, evaluation.json, a judge card: ``kind``
+    names the limit), read by input_files.read_json: an InputError naming the file (``what``) otherwise."""
+    return input_files.read_json(path, kind, what=what)

@@ -26,22 +26,90 @@ import os
 from typing import Any
 
 import requests
+from requests.adapters import HTTPAdapter
 from requests.cookies import RequestsCookieJar
 from requests.hooks import default_hooks
 from requests.models import PreparedRequest
 from requests.sessions import merge_hooks, merge_setting
 from requests.structures import CaseInsensitiveDict
 from requests.utils import get_netrc_auth
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+
+from toolbench_adapter.net.deadline import Deadline, limit_of, watch_current
 
 _MAX_CACHED = 256  # URLs (and header sets) per session; more than a run uses, fewer than leaks memory
 
 
+class _Watched:
+    """A urllib3 connection whose socket is watched by the request's Deadline (net/deadline.py): registered when
+    it is made (before a TLS handshake, which may stall too) and again each time a kept-alive one is reused."""
+
+    def _new_conn(self):
+        sock = super()._new_conn()
+        watch_current(sock)
+        return sock
+
+    def request(self, *args: Any, **kwargs: Any) -> None:
+        if self.sock is not None:
+            watch_current(self.sock)
+        return super().request(*args, **kwargs)
+
+
+class _WatchedHTTPConnection(_Watched, HTTPConnection):
+    pass
+
+
+class _WatchedHTTPSConnection(_Watched, HTTPSConnection):
+    pass
+
+
+class _WatchedHTTPPool(HTTPConnectionPool):
+    ConnectionCls = _WatchedHTTPConnection
+
+
+class _WatchedHTTPSPool(HTTPSConnectionPool):
+    ConnectionCls = _WatchedHTTPSConnection
+
+
+_WATCHED_POOLS = {"http": _WatchedHTTPPool, "https": _WatchedHTTPSPool}
+
+
+class DeadlineAdapter(HTTPAdapter):
+    """requests' adapter, its connections watched by the request's Deadline (directly or through an HTTP proxy;
+    a SOCKS proxy's connections are its own classes, bounded per read only)."""
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = _WATCHED_POOLS
+
+    def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
+        manager = super().proxy_manager_for(proxy, **proxy_kwargs)
+        if not proxy.lower().startswith("socks"):
+            manager.pool_classes_by_scheme = _WATCHED_POOLS
+        return manager
+
+
 class EnvCachedSession(requests.Session):
+    """Also: a request's ``timeout`` bounds the whole request (net/deadline.py), not each read alone; a timeout
+    is requests' ReadTimeout. With ``stream=True`` the body, read after ``send`` returns, is not bounded."""
+
     def __init__(self) -> None:
         super().__init__()
+        self.mount("https://", DeadlineAdapter())
+        self.mount("http://", DeadlineAdapter())
         self._environment_settings: dict[tuple, dict[str, Any]] = {}
         self._netrc_auth: dict[tuple[str, str | None], tuple[str, str] | None] = {}
         self._templates: dict[tuple, PreparedRequest] = {}
+
+    def send(self, request: PreparedRequest, **kwargs: Any) -> requests.Response:
+        with Deadline(limit_of(kwargs.get("timeout"))) as deadline:
+            try:
+                return super().send(request, **kwargs)
+            except requests.RequestException as exc:
+                if deadline.passed():  # a read's own timeout cut to the time left, or the watchdog: the whole request
+                    raise requests.ReadTimeout(deadline.describe(), request=request) from exc
+                raise
 
     def merge_environment_settings(self, url: str, proxies: Any, stream: Any, verify: Any, cert: Any) -> dict:
         if proxies:  # the caller's own proxies (requests adds the environment's to that dict): as requests does

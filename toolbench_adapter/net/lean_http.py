@@ -22,7 +22,10 @@ alike: refused / reset / closed before a reply -> ConnectionError; a connect or 
 ConnectTimeout / ReadTimeout; a body cut short, a broken chunk, a body that does not decode -> TRUNCATED_BODY's
 ChunkedEncodingError / ContentDecodingError. A kept-alive connection the server closed while idle is noticed
 before reuse (readable at once means EOF) and replaced; a request already sent is never sent again (as with
-requests' ``Retry(0, read=False)``). After a fault, or a reply that closes, the connection is dropped."""
+requests' ``Retry(0, read=False)``). After a fault, or a reply that closes, the connection is dropped.
+
+The timeout bounds the whole exchange (net/deadline.py): each socket operation waits at most the time left, and
+the watchdog ends a reply that keeps coming a byte at a time; either is a ReadTimeout."""
 
 from __future__ import annotations
 
@@ -35,7 +38,6 @@ from urllib.parse import urlsplit
 
 import requests
 import urllib3
-from requests.adapters import HTTPAdapter
 from requests.compat import chardet
 from requests.compat import json as complexjson  # the json module requests itself uses
 from requests.cookies import extract_cookies_to_jar
@@ -45,7 +47,8 @@ from requests.structures import CaseInsensitiveDict
 from requests.utils import get_encoding_from_headers, guess_json_utf, select_proxy
 from urllib3.util import wait_for_read
 
-from toolbench_adapter.net.http_session import EnvCachedSession, remember
+from toolbench_adapter.net.deadline import Deadline, limit_of
+from toolbench_adapter.net.http_session import DeadlineAdapter, EnvCachedSession, remember
 
 _UNSEEN = object()
 _MAX_CONNECTIONS = 16  # hosts per thread; a run talks to a handful
@@ -128,7 +131,13 @@ class LeanClient:
         except ValueError as exc:  # NaN or infinity: requests refuses it the same way
             raise requests.exceptions.InvalidJSONError(exc) from None
         sent = self._headers_for(headers, data)
-        response, reply = self._exchange(route, data, sent, connect_s, read_s)
+        with Deadline(limit_of(timeout)) as deadline:  # the whole exchange, not each read (net/deadline.py)
+            try:
+                response, reply = self._exchange(route, data, sent, connect_s, read_s, deadline)
+            except requests.RequestException as exc:
+                if deadline.passed():  # a read's own timeout cut to the time left, or the watchdog: the whole request
+                    raise requests.ReadTimeout(deadline.describe()) from exc
+                raise
         if "set-cookie" in response.headers:  # into the jar as requests puts them (later calls go by requests)
             request = PreparedRequest()
             request.url, request.headers = route.url, CaseInsensitiveDict(sent)
@@ -162,7 +171,7 @@ class LeanClient:
             return None
         if session.trust_env and session.netrc_auth(url) is not None:
             return None
-        if type(session.get_adapter(prepared.url)) is not HTTPAdapter:
+        if type(session.get_adapter(prepared.url)) is not DeadlineAdapter:
             return None  # someone mounted their own (retries, a test double): it must see the request
         return _Route(prepared.url, parts.hostname, port, prepared.path_url)
 
@@ -195,19 +204,21 @@ class LeanClient:
         return connection
 
     def _exchange(self, route: _Route, data: bytes | None, headers: dict[str, str], connect_s: float | None,
-                  read_s: float | None) -> tuple[LeanResponse, http.client.HTTPResponse]:
+                  read_s: float | None, deadline: Deadline) -> tuple[LeanResponse, http.client.HTTPResponse]:
         connection = self._connection(route)
         if connection.sock is not None and wait_for_read(connection.sock, timeout=0):
             connection.close()  # readable while idle: the server closed it (or sent what nobody asked for)
         try:
-            return self._talk(connection, route, data, headers, connect_s, read_s)
+            return self._talk(connection, route, data, headers, connect_s, read_s, deadline)
         except BaseException:
             connection.close()  # after a fault (or anything else mid-exchange) its state is unknown
             raise
 
     @staticmethod
     def _talk(connection: http.client.HTTPConnection, route: _Route, data: bytes | None, headers: dict[str, str],
-              connect_s: float | None, read_s: float | None) -> tuple[LeanResponse, http.client.HTTPResponse]:
+              connect_s: float | None, read_s: float | None,
+              deadline: Deadline) -> tuple[LeanResponse, http.client.HTTPResponse]:
+        connect_s, read_s = deadline.socket_timeout(connect_s), deadline.socket_timeout(read_s)
         if connection.sock is None:
             connection.timeout = connect_s
             try:
@@ -217,6 +228,7 @@ class LeanClient:
                     f"Connection to {route.host} timed out. (connect timeout={connect_s})") from exc
             except OSError as exc:
                 raise requests.ConnectionError(f"Failed to establish a new connection: {exc}") from exc
+        deadline.watch(connection.sock)  # a byte at a time passes every read's timeout: the watchdog ends it
         try:
             connection.sock.settimeout(connect_s)  # sending is under the connect timeout, as urllib3 does it
             try:

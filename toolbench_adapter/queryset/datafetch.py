@@ -17,6 +17,7 @@ from tqdm import tqdm
 
 from toolbench_adapter.errors import InputError
 from toolbench_adapter.files.fileio import write_bytes_atomic
+from toolbench_adapter.files.input_files import read_bytes
 from toolbench_adapter.protocol.query_files import QUERY_FILE_SHA256, UPSTREAM_COMMIT
 from toolbench_adapter.queryset.queries import GROUPS, IDS_DIR, QUERY_DIR
 
@@ -36,21 +37,25 @@ def sha256_of(data: bytes) -> str:
 
 
 def fetch_queries(out: str | Path, base_url: str = UPSTREAM_BASE_URL, groups=GROUPS, timeout: float = 60.0,
-                  overwrite: bool = False, any_commit: bool = False) -> FetchResult:
+                  overwrite: bool = False, any_commit: bool = False,
+                  session: requests.Session | None = None) -> FetchResult:
     """Download test_instruction and test_query_ids files for ``groups`` into ``out`` (same layout). Files
     already there are kept unless ``overwrite``. Each download must be JSON and, unless ``any_commit``, the
-    pinned commit's file byte for byte; only when every one is, are they written (each atomically)."""
+    pinned commit's file byte for byte; only when every one is, are they written (each atomically).
+    ``session``: what downloads (`tba data fetch` passes net/http_session.py's, whose ``timeout`` bounds each
+    whole download; a plain requests session bounds each read only)."""
     out = Path(out)
     result = FetchResult()
     fetched: list[tuple[Path, bytes]] = []
-    with requests.Session() as session:
+    with session or requests.Session() as session:
         for folder, group in tqdm([(f, g) for g in groups for f in (QUERY_DIR, IDS_DIR)],
                                   desc="fetching query files", unit="file"):
             rel = (folder / f"{group}.json").as_posix()
             target = out / rel
             if target.exists() and not overwrite:
                 result.kept.append(target)
-                result.pinned += sha256_of(target.read_bytes()) == QUERY_FILE_SHA256.get(rel)
+                kind = "query file" if folder == QUERY_DIR else "test id file"
+                result.pinned += sha256_of(read_bytes(target, kind)) == QUERY_FILE_SHA256.get(rel)
                 continue
             fetched.append((target, _download(session, f"{base_url.rstrip('/')}/{rel}", rel, timeout, any_commit)))
     for target, data in fetched:  # every file checked: now replace

@@ -6,7 +6,6 @@ Layout (upstream): ``{root}/solvable_queries/test_instruction/{GROUP}.json`` (a 
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Iterable
@@ -15,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from toolbench_adapter.errors import InputError
+from toolbench_adapter.files.input_files import read_json
 
 # toolbench/tooleval/utils.py (test_sets): canonical group order
 GROUPS = ("G1_instruction", "G1_category", "G1_tool", "G2_instruction", "G2_category", "G3_instruction")
@@ -68,17 +68,6 @@ def resolve_root(root: str | Path | None) -> Path:
     return path
 
 
-def _read_json(path: Path, what: str) -> Any:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
-    except FileNotFoundError:
-        raise InputError(f"{what} is missing", path=path) from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{what} is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})",
-                         path=path, fix="restore the file from the upstream checkout (tba data fetch)") from None
-
-
 class QuerySet:
     """All groups of one checkout, loaded lazily, each filtered by its test ids."""
 
@@ -103,9 +92,9 @@ class QuerySet:
     def test_ids(self, group: str) -> list[int] | None:
         """Ids listed for evaluation, in file order; None when the id file is absent (all queries count)."""
         path = self.ids_dir / f"{group}.json"
-        if not path.exists():
+        if not os.path.lexists(path):  # a link loop or a dangling link is there, and refused by the reader
             return None
-        data = _read_json(path, "test id file")
+        data = read_json(path, "test id file")
         if not isinstance(data, dict):
             raise InputError("test id file must be a JSON object {\"<query_id>\": 0, ...}", path=path)
         try:
@@ -119,7 +108,7 @@ class QuerySet:
             return self._cache[group]
         self.check_group(group)
         path = self.query_dir / f"{group}.json"
-        data = _read_json(path, "query file")
+        data = read_json(path, "query file")
         if not isinstance(data, list):
             raise InputError("query file must be a JSON list of query objects", path=path)
         wanted = self.test_ids(group)
@@ -191,7 +180,7 @@ def load_query_file(path: str | Path, group: str = "") -> list[Query]:
     """A ToolBench-style query file (a JSON list of ``{query, query_id, api_list}``, e.g. ToolBench's
     ``G1_query.json``), every query kept (no test-id filter)."""
     path = Path(path)
-    data = _read_json(path, "query file")
+    data = read_json(path, "query file")
     if not isinstance(data, list):
         raise InputError("query file must be a JSON list of query objects", path=path,
                          fix="pass a file like ToolBench's data/instruction/G1_query.json")

@@ -6,21 +6,18 @@ A query's tools are those its api_list names, as build_toolset looks them up for
 ``{tool_root}/{category}/{tool}.json`` (the standard tool name; a recorded function list's own names). A tool is
 covered when that document is a JSON object the run can read. One that is there but cannot be read is named with
 why, never opened when it is not a regular file (a FIFO would block the reader, /dev/zero fill memory), never
-read past DOC_BYTES_MAX, and never a traceback: not UTF-8, not JSON, nested too deeply, a link loop.
+read past its size limit (files/input_files.py), and never a traceback: not UTF-8, not JSON, nested too deeply, a link loop.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..files.input_files import UnreadableFile, read_json
 from ..naming import standardize
 
-DOC_BYTES_MAX = 64 << 20  # a ToolBench tool document is at most a few MB
 SHOWN = 5  # missing tools named in a line; the rest counted
 
 
@@ -33,29 +30,15 @@ def tools_of(query: Any) -> set[tuple[str, str]]:
 
 
 def read_tool_document(path: Path) -> tuple[dict | None, str | None]:
-    """(document, None), (None, None) when there is none, or (None, why it cannot be read)."""
+    """(document, None), (None, None) when there is none, or (None, why it cannot be read): read through the one
+    reader of input files (files/input_files.py, kind "tool document"), which refuses special files, sizes past its
+    limit, bytes that are not UTF-8 JSON and link loops without opening or reading them whole."""
     try:
-        info = os.stat(path)
-    except FileNotFoundError:
-        return None, None
-    except OSError as exc:  # a link loop, no permission on the folder
-        return None, f"{path}: cannot be read ({exc.strerror or exc})"
-    if not stat.S_ISREG(info.st_mode):
-        return None, f"{path}: not a regular file (a folder, FIFO, device or socket is never opened)"
-    if info.st_size > DOC_BYTES_MAX:
-        return None, f"{path}: {info.st_size} bytes, over the {DOC_BYTES_MAX >> 20} MiB a tool document may have"
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read(DOC_BYTES_MAX + 1)
-        data = json.loads(raw.decode("utf-8"))
-    except OSError as exc:
-        return None, f"{path}: cannot be read ({exc.strerror or exc})"
-    except UnicodeDecodeError as exc:
-        return None, f"{path}: not UTF-8 text (byte {exc.start})"
-    except RecursionError:
-        return None, f"{path}: JSON nested too deeply to read"
-    except ValueError as exc:
-        return None, f"{path}: not valid JSON ({exc})"
+        data = read_json(path, "tool document")
+    except UnreadableFile as exc:
+        if exc.reason == "not_found":
+            return None, None
+        return None, f"{path}: {exc.problem}"
     if not isinstance(data, dict):
         return None, f"{path}: not a JSON object"
     return data, None

@@ -32,6 +32,7 @@ from typing import Any
 
 from toolbench_adapter.errors import InputError
 from toolbench_adapter.files.folder_files import files_under
+from toolbench_adapter.files.input_files import read_json, read_text
 from toolbench_adapter.protocol.react import ACTION_INPUT_MARKER, ACTION_MARKER, THOUGHT_MARKER
 from toolbench_adapter.queryset.queries import is_group_name
 from toolbench_adapter.runs.folder import ERRORS, FAILED_DIR, MANIFEST, QUERY_STATS, STEPS, STEPS_DIR
@@ -216,11 +217,7 @@ def outputs_from_records(records: list[dict], run_name: str) -> tuple[list[Model
 def read_file(path: Path) -> list[ModelOutput]:
     if path.suffix == ".jsonl":
         return list(read_jsonl(path))
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InputError(f"not a JSON file: {exc}", path=path,
-                         fix="give an answer file (JSON) or a .jsonl file of {\"text\": ...} records") from None
+    data = read_json(path, "corpus", what="model output file")
     outputs = list(_walk(data, str(path), 0))
     seen: set[str] = set()
     unique = []
@@ -233,13 +230,12 @@ def read_file(path: Path) -> list[ModelOutput]:
 
 
 def read_jsonl(path: Path) -> Iterator[ModelOutput]:
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            record = parse_jsonl_record(line, path, number)
-            yield ModelOutput(source=str(record.get("source") or f"{path.name}:{number}"),
-                              text=record["text"], message=record.get("message"))
+    for number, line in enumerate(read_text(path, "corpus", what="JSONL file").split("\n"), 1):
+        if not line.strip():
+            continue
+        record = parse_jsonl_record(line, path, number)
+        yield ModelOutput(source=str(record.get("source") or f"{path.name}:{number}"),
+                          text=record["text"], message=record.get("message"))
 
 
 def parse_jsonl_record(line: str, path: Path | str, number: int) -> dict:
@@ -248,6 +244,9 @@ def parse_jsonl_record(line: str, path: Path | str, number: int) -> dict:
         record = json.loads(line)
     except ValueError as exc:
         raise InputError(f"line {number}: not JSON ({exc})", path=path, fix='write one {"text": "..."} object per line') from None
+    except RecursionError:  # json raises this, not a ValueError, on nesting deeper than the stack
+        raise InputError(f"line {number}: nested too deeply to read (deeper than the JSON reader follows)", path=path,
+                         fix='write one {"text": "..."} object per line') from None
     if not isinstance(record, dict) or not isinstance(record.get("text"), str):
         raise InputError(f"line {number}: needs a string \"text\" field", path=path, field="text",
                          fix='write one {"text": "..."} object per line')

@@ -24,7 +24,7 @@ import numpy as np
 
 from toolbench_adapter.errors import InputError
 from toolbench_adapter.files.fileio import read_json
-from toolbench_adapter.files.yaml_limits import read_yaml
+from toolbench_adapter.files.input_files import read_yaml
 
 from .folder import MANIFEST, QUERY_STATS, read_query_lines
 
@@ -57,7 +57,7 @@ class Prices:
 def read_prices(path: str | Path) -> Prices:
     """A price file, every entry checked: InputError naming the file, the key and the fix."""
     path = Path(path)
-    data = read_yaml(path, "price file", fix=PRICE_FIX)
+    data = read_yaml(path, "price file")
     if not isinstance(data, dict) or not isinstance(data.get("models"), dict) or not data["models"]:
         raise InputError("a price file maps models to their prices", path=path, field="models", fix=PRICE_FIX)
     models = {}

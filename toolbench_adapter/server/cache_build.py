@@ -25,12 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from toolbench_adapter.files.fileio import OutputPathError, output_path_error
+from toolbench_adapter.files.input_files import json_depth
 from toolbench_adapter.queryset.queries import GROUPS
 from toolbench_adapter.queryset.toolset import Toolset, build_toolset
 
 from ..answers.read import RecordedAnswer, UnusableAnswer, expand_answer_inputs, read_recorded
 from ..answers.recorded_query import QueryResolver
-from ..answers.shape import deepest_point
 from ..errors import InputError
 from ..naming import suffix_match
 from ..protocol import env as E
@@ -288,7 +288,7 @@ def _refuse_deep(call: RecordedCall, path: str | None) -> None:
         except ValueError:
             continue  # not JSON: a reason of its own, per call
         except RecursionError:
-            depth = deepest_point(text)[0]
+            depth = json_depth(text)[0]
             raise UnusableAnswer("too_deeply_nested", f"the {part} of a call to {call.name!r} nest {depth} levels "
                                  "deep (too deep to decode)", path=path, field=f"tool call {call.name} {part}",
                                  fix="leave this file out") from None

@@ -4,13 +4,13 @@ give simulators their documentation."""
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from toolbench_adapter.files.folder_files import files_under
+from toolbench_adapter.files.input_files import UnreadableFile, read_json
 from toolbench_adapter.queryset.queries import QuerySet
 
 from ..naming import pure_api_name, server_tool_folder, standardize, standardize_category
@@ -76,9 +76,9 @@ class ApiCatalog:
         root = Path(tools_root)
         for path in files_under(root, "*/*.json", recursive=False):
             try:
-                data = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError) as exc:
-                log.warning("tool file %s skipped: %s", path, exc)
+                data = read_json(path, "tool document")
+            except UnreadableFile as exc:
+                log.warning("tool file skipped: %s", exc.message())
                 continue
             if not isinstance(data, dict):
                 continue

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from toolbench_adapter.net.http_session import EnvCachedSession
 from toolbench_adapter.protocol.query_files import UPSTREAM_COMMIT
 from toolbench_adapter.queryset.datafetch import ANY_COMMIT_FLAG, UPSTREAM_BASE_URL, fetch_queries
 from toolbench_adapter.queryset.queries import GROUPS
+
+from ..ranges import SECONDS
 
 
 def register(subparsers) -> None:
@@ -26,12 +29,14 @@ def register(subparsers) -> None:
     fetch.add_argument(ANY_COMMIT_FLAG, action="store_true",
                        help=f"take files whose digest is not {UPSTREAM_COMMIT[:7]}'s (another commit): checked as JSON "
                        "only; their numbers are then not on StableToolBench's 765 queries")
+    fetch.add_argument("--timeout", type=SECONDS, default=60.0, metavar="S",
+                       help="seconds one file's whole download may take (connect, headers and body; default 60)")
     fetch.set_defaults(func=run_fetch)
 
 
 def run_fetch(args) -> int:
     result = fetch_queries(args.out, base_url=args.base_url, groups=args.groups, overwrite=args.overwrite,
-                           any_commit=args.any_commit)
+                           any_commit=args.any_commit, timeout=args.timeout, session=EnvCachedSession())
     total = len(result.written) + len(result.kept)
     print(f"wrote {len(result.written)} file(s) under {args.out}"
           + (f"; kept {len(result.kept)} already there (--overwrite replaces them)" if result.kept else "")

@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import sys
 
-from toolbench_adapter.errors import InputError
-
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
@@ -31,8 +29,6 @@ def run(args) -> int:
     parser = get_parser(args.parser)
     if args.input:
         path = Path(args.input)
-        if not path.is_file():
-            raise InputError("no such file", path=path, fix="give a .jsonl file of {\"text\": ...} records")
         outputs = list(read_jsonl(path))  # validates every line before anything is written
     else:
         outputs = None

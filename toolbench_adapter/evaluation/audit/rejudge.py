@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import csv
+import io
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ from toolbench_adapter.evaluation.labelsets import PASS_RATE, FoundLabels
 from toolbench_adapter.evaluation.scoring.scores import Score, evaluate_times_of, sopr
 from toolbench_adapter.evaluation.steps import ends_with_finish, get_steps
 from toolbench_adapter.files.fileio import read_json
+from toolbench_adapter.files.input_files import read_text
 from toolbench_adapter.protocol.evaluation import FINAL_STEP_PREFIX, GIVE_UP_MARKER, STEP_PREFIX
 
 CATEGORIES = [Label.SOLVED, Label.UNSOLVED, Label.UNSURE]
@@ -82,8 +84,8 @@ def _label_entries(found: FoundLabels) -> dict[str, dict]:
     if found.path.suffix != ".csv":
         return found.read().entries
     csv.field_size_limit(1 << 30)
-    with open(found.path, encoding="utf-8", newline="") as handle:
-        rows = list(csv.DictReader(handle, delimiter="\t"))
+    text = read_text(found.path, "label file")
+    rows = list(csv.DictReader(io.StringIO(text, newline=""), delimiter="\t"))
     entries = {}
     for row in rows:
         if "model_final_step" not in row:
@@ -100,7 +102,7 @@ def _converted(dirs: list[Path], model: str, group: str) -> dict[str, dict]:
     for folder in dirs:
         path = folder / model / f"{group}.json"
         if path.is_file():
-            data = read_json(path)
+            data = read_json(path, "converted answer file", kind="converted answer file")
             if isinstance(data, dict):
                 return {str(k): v for k, v in data.items()}
     return {}

@@ -15,6 +15,7 @@ from toolbench_adapter.evaluation.judging.passrate import JudgeExecutor, JudgeRu
 from toolbench_adapter.evaluation.scoring.results import ScoreRow, load_test_ids, write_score_file
 from toolbench_adapter.evaluation.scoring.scores import STRICT, sopr
 from toolbench_adapter.evaluation.storage import write_label_files, write_text_atomic
+from toolbench_adapter.files.input_files import read_json
 
 
 @dataclass
@@ -27,12 +28,7 @@ class JudgeOutcome:
 
 def read_converted(path: str | Path) -> dict:
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError("converted answer file not found", path=path, fix="write one with `tba convert`") from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"converted answer file is not valid JSON ({exc.msg})", path=path) from None
+    data = read_json(path, "converted answer file")
     if not isinstance(data, dict):
         raise InputError("converted answer file must be a JSON object keyed by query id", path=path)
     return data

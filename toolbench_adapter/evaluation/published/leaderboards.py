@@ -30,7 +30,6 @@ from toolbench_adapter.evaluation.published.averages import (  # noqa: F401  (th
 )
 from toolbench_adapter.evaluation.published.cells import PublishedCell, parse_cell, prints_as  # noqa: F401
 from toolbench_adapter.evaluation.published.columns import METRICS, POOLED, column_key, metric_word  # noqa: F401
-from toolbench_adapter.evaluation.published.file import read_table_text
 from toolbench_adapter.evaluation.published.formats import find_grids
 from toolbench_adapter.evaluation.published.names import (  # noqa: F401
     BY_MATCH,
@@ -42,6 +41,7 @@ from toolbench_adapter.evaluation.published.names import (  # noqa: F401
 )
 from toolbench_adapter.evaluation.published.tables import GUESSED, PublishedRow, PublishedTable, tables_from_grid
 from toolbench_adapter.evaluation.scoring.aggregates import BoardLine
+from toolbench_adapter.files.input_files import UnreadableFile, read_text
 from toolbench_adapter.queryset.queries import GROUP_LABELS
 
 DATA_DIR = Path(__file__).resolve().parents[2] / "data" / "published"
@@ -79,11 +79,24 @@ def parse_metric_choice(text: str) -> MetricChoice:
     return MetricChoice(metric, int(number), file.strip() if hash_ else None, text)
 
 
+def read_table_text(path: Path) -> str:
+    """The file's text (the input reader's refusals: a folder, a device, a FIFO, past 256 MiB, binary, not UTF-8),
+    newlines as text mode reads them."""
+    try:
+        text = read_text(path, "published table")
+    except UnreadableFile as exc:
+        if exc.reason == "not_found":
+            raise InputError("published table not found", path=path,
+                             fix=f"pass a {FORMS} file, or one of {', '.join(SETS)}") from None
+        raise
+    return text.replace("\r\n", "\n").replace("\r", "\n")  # as Path.read_text's universal newlines
+
+
 def read_tables(path: str | Path, *, meta: dict | None = None) -> list[PublishedTable]:
     """Every published table in a file (numbered 1, 2, ... in file order: FILE#N)."""
     path = Path(path)
     # the text is let go once its grids are cut out of it (a large file need not be held twice)
-    grids = find_grids(path, read_table_text(path, f"{FORMS} file, or one of {', '.join(SETS)}"))
+    grids = find_grids(path, read_table_text(path))
     tables: list[PublishedTable] = []
     problems: list[str] = []
     for grid in grids:

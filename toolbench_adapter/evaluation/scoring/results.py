@@ -8,6 +8,7 @@ source, score: {metric, mode, mean, std, n, runs, errors, missing, ties}}]}``.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from toolbench_adapter.evaluation.storage import (
     read_preference_file,
     write_text_atomic,
 )
+from toolbench_adapter.files.input_files import read_json
 
 SCORE_FORMAT = "toolbench-adapter/scores"
 
@@ -55,12 +57,9 @@ def load_test_ids(test_ids_dir: str | Path | None, group: str) -> list[str] | No
     if test_ids_dir is None:
         return None
     path = Path(test_ids_dir) / f"{group}.json"
-    if not path.exists():
+    if not os.path.lexists(path):  # a link loop or a dangling link is there, and refused by the reader
         return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"test id file is not valid JSON ({exc.msg})", path=path) from None
+    data = read_json(path, "test id file")
     if not isinstance(data, dict):
         raise InputError("test id file must be a JSON object {\"<query_id>\": …}", path=path)
     return [str(k) for k in data]
@@ -108,12 +107,7 @@ def write_score_file(path: str | Path, rows: list[ScoreRow]) -> Path:
 
 def read_score_file(path: str | Path) -> list[ScoreRow]:
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError("score file not found", path=path) from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"score file is not valid JSON ({exc.msg})", path=path) from None
+    data = read_json(path, "score file")
     if not isinstance(data, dict) or data.get("format") != SCORE_FORMAT:
         raise InputError("not a score file", path=path, field="format",
                          fix="pass files written by `tba score` / `tba judge`, or label files / folders")
@@ -123,12 +117,17 @@ def read_score_file(path: str | Path) -> list[ScoreRow]:
 def is_score_file(path: Path) -> bool:
     if path.suffix != ".json" or not path.is_file():
         return False
-    try:
-        with open(path, encoding="utf-8") as handle:
-            head = handle.read(200)
+    try:  # the file's first bytes (a FIFO is no file: is_file() is False for it)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return False
-    return SCORE_FORMAT in head
+    try:
+        head = os.read(fd, 200)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return SCORE_FORMAT.encode() in head
 
 
 def label_counts(labels: dict[str, dict[int, Label]]) -> dict[str, int]:

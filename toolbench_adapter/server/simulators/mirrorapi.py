@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 import logging
 import re
-from pathlib import Path
 from typing import Any
+
+from toolbench_adapter.files.input_files import read_text
 
 from ...protocol import server as S
 from ...protocol.env import FAKE_RESPONSE_FAILED
@@ -33,7 +34,7 @@ def load_system_prompt(path: str | None) -> str:
     if not path:
         log.warning("mirrorapi simulator without --mirror-system-prompt: using a stand-in system prompt")
         return STAND_IN_SYSTEM_PROMPT
-    return Path(path).read_text(encoding="utf-8")
+    return read_text(path, "prompt file", what="MirrorAPI system prompt (--mirror-system-prompt)")
 
 
 def user_message(request: SimulationRequest) -> str:
