@@ -23,7 +23,7 @@ the same command redoes them) or judgements failed."""
 def register(subparsers) -> None:
     import argparse
 
-    from ..ranges import COUNT
+    from ..ranges import CONCURRENCY
     from .evaluate import add_judge_arguments
     from .run import add_run_arguments
 
@@ -31,7 +31,7 @@ def register(subparsers) -> None:
                               description=HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_run_arguments(p, fanout=False)
     add_judge_arguments(p)
-    p.add_argument("--judge-concurrency", type=COUNT, default=4, help="judge requests in flight (default 4)")
+    p.add_argument("--judge-concurrency", type=CONCURRENCY, default=4, help="judge requests in flight (default 4)")
     p.add_argument("--judge-cache", default="results/cache/judge.jsonl",
                    help="judgement cache file (default results/cache/judge.jsonl)")
     p.add_argument("--check-only", action="store_true",
@@ -40,10 +40,17 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    import sys
+
+    from toolbench_adapter.evaluation.judging.passrate import cost_line
+
     from . import evaluate
     from . import run as run_command
 
-    cfg, evaluate_args, summary = check(args)
+    cfg, evaluate_args, summary, queries = check(args)
+    # what the judge's numbers multiply to, before anything runs (tba evaluate says it again with the answers)
+    print(cost_line(queries * args.evaluate_times, f"{queries:,} queries x {args.evaluate_times} repeats "
+                    "(--evaluate-times), after the run"), file=sys.stderr, flush=True)
     if args.check_only:
         print(f"tba eval: every check passed ({summary}); nothing loaded, nothing run")
         return 0
@@ -140,4 +147,4 @@ def check(args):
     summary = (f"backend {cfg.backend}, {len(queries)} queries"
                f"{f' x {cfg.trials} trials' if cfg.trials > 1 else ''}, judge {args.judge_backend}"
                f"{' ' + judge_model if judge_model else ''}{' (self)' if args.judge_self else ''}")
-    return cfg, evaluate_args, summary
+    return cfg, evaluate_args, summary, len(queries)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..ranges import COUNT, SECONDS
+from ..ranges import CONCURRENCY, JUDGE_TOKENS, REPEATS, SECONDS
 
 HELP = """\
 Turns a run folder into its leaderboard row: converts every group's answer files (StableToolBench's
@@ -53,7 +53,7 @@ def register(subparsers) -> None:
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("run_dir", help="a folder written by tba run")
     add_judge_arguments(p)
-    p.add_argument("--concurrency", type=COUNT, default=4, help="judge requests in flight (default 4)")
+    p.add_argument("--concurrency", type=CONCURRENCY, default=4, help="judge requests in flight (default 4)")
     p.add_argument("--executor", choices=("threads", "ray"), default="threads",
                    help="threads of this process (default) or ray: judge request batches as tasks of a Ray "
                    "cluster (pip install -e '.[ray]')")
@@ -87,13 +87,13 @@ def add_judge_arguments(p) -> None:
                    help="openai judge on vLLM/SGLang: start the verdict for the model (continue_final_message); "
                    "helps small served models answer in JSON. Always on for the hf judge")
     add_judge_constrain(p)
-    p.add_argument("--judge-max-tokens", type=COUNT, default=None,
+    p.add_argument("--judge-max-tokens", type=JUDGE_TOKENS, default=None,
                    help="verdict token budget (default: the evaluator's config, 1000 for the project's own)")
     p.add_argument("--judge-timeout", type=SECONDS, default=None, help="seconds per judge request (openai; default 60)")
     add_judge_option(p)
     p.add_argument("--evaluator", default=None, help="evaluator folder or name (default: the project's own)")
     p.add_argument("--evaluators-dir", default=None, help="where evaluator names are looked up")
-    p.add_argument("--evaluate-times", type=COUNT, default=3, help="independent judgements per query (default 3)")
+    p.add_argument("--evaluate-times", type=REPEATS, default=3, help="independent judgements per query (default 3)")
     p.add_argument("--model-label", default=None, help="row name in the tables (default: the run's name)")
     p.add_argument("--prices", default=None, metavar="FILE",
                    help="prices per model per million input and output tokens (YAML: models: {NAME: {input: N, "
@@ -106,6 +106,7 @@ def add_judge_arguments(p) -> None:
 
 
 def run(args) -> int:
+    import sys
     from pathlib import Path
 
     from toolbench_adapter.evaluation.cache import check_cache_path
@@ -114,9 +115,10 @@ def run(args) -> int:
 
     from ...judging.evaluate import check_run, evaluate_run, read_manifest
     from ...judging.judge_ray import RayJudgeExecutor
-    from ._common import redo_command
+    from ._common import judge_client_options, redo_command
 
     args.judge_self = args.judge_self or args.judge == "self"
+    judge_client_options(args)  # every judge number in range before the run folder is read
     if is_trial_set(args.run_dir):
         return run_set(args)
     checked = check_run(args.run_dir, args.score_anyway)  # refuse before a judge is loaded or asked (read once)
@@ -126,6 +128,7 @@ def run(args) -> int:
     executor = RayJudgeExecutor(chat, args.concurrency, args.ray_address) if args.executor == "ray" else None
     client = chat.build()
     redo = redo_command(args, ["evaluate", args.run_dir])
+    print(judge_cost(Path(args.run_dir), checked[0], args.evaluate_times), file=sys.stderr, flush=True)
     try:
         result = evaluate_run(args.run_dir, client, evaluator=args.evaluator, evaluators_dir=args.evaluators_dir,
                               max_tokens=args.judge_max_tokens, mode=args.judge_mode,
@@ -142,6 +145,7 @@ def run(args) -> int:
 
 def run_set(args) -> int:
     """tba evaluate on a set of trials: every trial checked, then judged, then the set's figures and tables."""
+    import sys
     from pathlib import Path
 
     from toolbench_adapter.evaluation.cache import check_cache_path
@@ -159,6 +163,9 @@ def run_set(args) -> int:
     executor = RayJudgeExecutor(chat, args.concurrency, args.ray_address) if args.executor == "ray" else None
     client = chat.build()
     redo = redo_command(args, ["evaluate", args.run_dir])
+    print(cost_line(sum(_answers(folder, groups) for folder, (groups, _notes) in zip(checked[0], checked[1],
+                                                                                     strict=True)),
+                    args.evaluate_times, f"the {len(checked[0])} trials' answers"), file=sys.stderr, flush=True)
     try:
         result = evaluate_trials(args.run_dir, client, evaluator=args.evaluator, evaluators_dir=args.evaluators_dir,
                                  max_tokens=args.judge_max_tokens, mode=args.judge_mode,
@@ -195,6 +202,24 @@ def print_result(result, redo: str) -> int:
             print("  the run has no complete evaluation yet")
         return JUDGE_FAILURES_EXIT
     return 0
+
+
+def judge_cost(run_dir, groups: list[str], evaluate_times: int) -> str:
+    """The cost line before the judging (passrate.cost_line): the run's answer files x --evaluate-times."""
+    return cost_line(_answers(run_dir, groups), evaluate_times, "answers")
+
+
+def cost_line(answers: int, evaluate_times: int, what: str) -> str:
+    from toolbench_adapter.evaluation.judging import passrate
+
+    return passrate.cost_line(answers * evaluate_times, f"{answers:,} {what} x {evaluate_times} repeats "
+                              "(--evaluate-times)")
+
+
+def _answers(run_dir, groups: list[str]) -> int:
+    from pathlib import Path
+
+    return sum(1 for group in groups for _ in (Path(run_dir) / group).glob("*.json"))
 
 
 def chat_recipe(args, manifest: dict):

@@ -51,6 +51,7 @@ class MalformedReply(ChatError):
     malformed verdict (judge.py), and counts it; never a TypeError."""
 
 
+WAIT_MIN_S, WAIT_MAX_S = 1.0, 10.0  # the backoff between tries (--judge-option wait_min / wait_max)
 # a verdict is a few hundred characters; the parsers read at most this much of any text (parsers/limits.py)
 MAX_REPLY_CHARS = MAX_PARSE_CHARS
 
@@ -113,7 +114,7 @@ class OpenAIChatClient:
     ``base_url`` may list several endpoints serving the same judge: requests go to the least busy one."""
 
     def __init__(self, base_url: str | list[str], model: str, api_key: str | None = None, *, timeout: float = 60.0,
-                 retries: int = 3, supports_tools: bool = True, wait_min: float = 1.0, wait_max: float = 10.0,
+                 retries: int = 3, supports_tools: bool = True, wait_min: float = WAIT_MIN_S, wait_max: float = WAIT_MAX_S,
                  accepts_prefill: bool = False):
         self.base_urls = [url.rstrip("/") for url in url_list(base_url)]
         self.base_url = ", ".join(self.base_urls)  # one URL as before; several: a label
