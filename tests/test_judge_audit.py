@@ -207,3 +207,28 @@ def test_the_first_judgement_is_made_alone_and_counted_once(tmp_path, capsys):
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("Audit plan:") and out[1].startswith("First judgement: ")
     assert "the other 5 judgements" in out[1]
+
+
+def test_the_bootstrap_draws_in_chunks_the_same_intervals_in_bounded_memory(monkeypatch):
+    """--resamples 999999999999 was a MemoryError after every judge call: an (R, n, 3, 3) array per stratum. The
+    flag has a top now (runners/config/limits.py) and the draws come in chunks whose size does not grow with R."""
+    import random
+    import tracemalloc
+
+    from toolbench_adapter.evaluation.audit import agreement
+    from toolbench_adapter.evaluation.audit.agreement import Unit, kappa_interval, sopr_shift
+
+    rng = random.Random(1)
+    strata = [[Unit({0: rng.choice([S, N, U])}, {0: rng.choice([S, N, U])}) for _ in range(size)]
+              for size in (500, 0, 40)]
+    whole = (kappa_interval(strata, resamples=300, seed=3), sopr_shift(strata, [0.0] * 3, resamples=300, seed=3))
+    monkeypatch.setattr(agreement, "CHUNK_DRAWS", 1000)  # two rows of 500 answers a chunk: the same draws
+    assert (kappa_interval(strata, resamples=300, seed=3), sopr_shift(strata, [0.0] * 3, resamples=300, seed=3)) == whole
+    monkeypatch.undo()
+    tracemalloc.start()
+    try:
+        kappa_interval(strata, resamples=5000, seed=0)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 100 << 20  # whole: 5000 x 500 x 9 int64 = 180 MB for the first stratum alone
