@@ -241,7 +241,9 @@ def chat_recipe(args, manifest: dict):
 def judge_target(args, manifest: dict) -> tuple[str | None, list[str] | None]:
     """(judge model, judge URLs). --judge-self: the run's own model and endpoints unless given. Without a judge
     URL the openai judge has nowhere to go: exit 2 naming the flags (a served model never judges itself by
-    default)."""
+    default). An hf judge is checked here too (no URL; a model that is a local folder), so tba eval refuses a
+    judge it cannot build before the run's model loads. Each fix names what works for this run: a run of a local
+    model (make eval's) can be judged as make eval judges it, --judge-backend hf."""
     from toolbench_adapter.errors import InputError
     from toolbench_adapter.evaluation.evaluations import run_endpoints_of, run_model_of
 
@@ -249,16 +251,65 @@ def judge_target(args, manifest: dict) -> tuple[str | None, list[str] | None]:
     from ._common import judge_model_from_args, judge_urls
 
     urls = judge_urls(args)
+    if args.judge_backend == "hf":
+        check_local_judge(args, manifest)
     if args.judge_self:
         if args.judge_backend != "openai":
             return args.judge_model or (manifest.get("config") or {}).get("model"), urls
         urls = urls or run_endpoints_of(manifest)
         if not urls:
+            local = manifest.get("backend") == "hf"
             raise InputError(f"--judge-self: the run asked no model endpoint (backend {manifest.get('backend')}), "
                              "so its model cannot judge through one", field="--judge-self",
-                             fix="pass --judge-url with an endpoint serving the run's model, or a judge of its own")
+                             fix="its model is local: let it judge in this process, --judge-backend hf --judge-self "
+                             "(every table says self-judged)" if local else
+                             f"its model serves no endpoint: pass a judge of its own, {OWN_JUDGE}, or the local "
+                             f"model as judge, --judge-backend hf ({PIPELINE_CHECK_WORDS})")
         return args.judge_model or run_model_of(manifest), urls
     if args.judge_backend == "openai" and not urls:
         raise InputError("no judge given: the openai judge needs --judge-url (or $TBA_JUDGE_URL); a run's model never "
-                         "judges its own answers unless asked", field="--judge-url", fix=SELF_JUDGE_FIX)
+                         "judges its own answers unless asked", field="--judge-url", fix=no_judge_fix(manifest,
+                                                                                                      SELF_JUDGE_FIX))
     return judge_model_from_args(args), urls
+
+
+OWN_JUDGE = "--judge-url URL --judge-model NAME (its key: --judge-api-key or OPENAI_API_KEY)"
+PIPELINE_CHECK_WORDS = "SmolLM2-135M, as make eval judges: it checks the pipeline, not the model, and every table " \
+                       "says so"
+
+
+def no_judge_fix(manifest: dict, served_fix: str) -> str:
+    """What to pass when no judge is given, for this run: a served model's run can also judge itself
+    (``served_fix``); a local model's run (make eval's) or one that asked no endpoint cannot, through a URL."""
+    from toolbench_adapter.evaluation.evaluations import run_endpoints_of
+
+    if run_endpoints_of(manifest):
+        return served_fix
+    if manifest.get("backend") == "hf":
+        return (f"judge it as make eval does, --judge-backend hf (the local {PIPELINE_CHECK_WORDS}), or with its own "
+                f"local model, --judge-backend hf --judge-self, or pass a judge of its own: {OWN_JUDGE}")
+    return f"pass a judge of its own: {OWN_JUDGE}, or the local model as judge: --judge-backend hf ({PIPELINE_CHECK_WORDS})"
+
+
+def check_local_judge(args, manifest: dict) -> None:
+    """An hf judge takes no URL and judges with a local model folder (or .gguf file): a served model's name
+    (gpt-4o) is refused now, naming --judge-model, not after the run (field 'model': ... is not a local model
+    folder, once the run's model had run)."""
+    from toolbench_adapter.errors import InputError
+
+    from ...models.local_model import resolve
+
+    if getattr(args, "judge_url", None):
+        raise InputError("--judge-url is given, but --judge-backend hf judges with a local model in this process: "
+                         "the URL would be ignored", field="--judge-backend",
+                         fix="pass --judge-backend openai to judge at that URL (with --judge-model, the name it "
+                         "serves), or leave --judge-url out for a local judge")
+    model = args.judge_model or ((manifest.get("config") or {}).get("model") if args.judge_self else None)
+    if model:
+        try:
+            resolve(model)
+        except InputError as exc:
+            raise InputError(f"--judge-backend hf: {exc.problem}", field="--judge-model",
+                             fix="an hf judge is a local model folder (save_pretrained) or .gguf file, never "
+                             "downloaded; leave --judge-model out for SmolLM2, or judge with a served model: "
+                             "--judge-backend openai --judge-url URL --judge-model NAME") from None
