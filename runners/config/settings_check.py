@@ -25,7 +25,8 @@ _RANGE_ERRORS = ("greater_than_equal", "greater_than", "less_than_equal", "less_
                  "string_too_short")
 # flags whose spelling is not --{name with dashes}, and settings that have no flag
 _FLAG_NAMES = {"backend_options": "--backend-option", "dialect_options": "--dialect-option"}
-NO_FLAG = {"compat_flags", "trial"}
+NO_FLAG = {"compat_flags", "trial", "max_observation_length"}  # max_observation_length: a --config file's (1024 is
+# upstream's: comparability); trial: set by a set of trials on its trial folders, not by a user
 
 
 class Problem(typing.NamedTuple):

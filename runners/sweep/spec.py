@@ -227,7 +227,7 @@ def check_settings(settings: dict, path: Path, key: str, scalar: bool = False) -
                 registry.get(value)
             except UnknownNameError as exc:
                 raise InputError(str(exc), path=path, field=key if scalar else f"{key}.{name}",
-                                 fix=f"write one of the known {name}s (tba {name}s --help may list them)") from None
+                                 fix=f"write one of the known {name}s: {', '.join(registry.names())}") from None
     if settings.get("config"):  # "" (--config= on the command line): none
         config_file(settings["config"], path, key)
 
