@@ -218,6 +218,24 @@ def test_hf_judge_of_the_default_local_model_carries_the_note():
     assert identity.short_id == "SmolLM2-135M-Instruct@local-json-x3"
 
 
+def test_the_self_judged_banner_says_what_the_user_did(tmp_path, endpoint):
+    """Issue 41: the banner cited --judge-self to a user who never passed it (make eval JUDGE=self passes
+    --judge self; the offline default's local judge runs the run's own weights without being asked)."""
+    from toolbench_adapter.report.html import self_judged_how
+
+    run_dir = served_run(tmp_path, endpoint)
+    assert evaluate(run_dir, tmp_path, "--judge", "self") == 0
+    page = write_report([run_dir], tmp_path / "report.html").read_text()
+    data = json.loads(re.search(r'id="report-data">(.*?)</script>', page, re.S).group(1))
+    how = data["runs"][0]["evaluation"]["selfJudgedHow"]
+    assert how.startswith("asked for with JUDGE=self (make) or --judge self: tba evaluate") and "--judge-self" not in how
+    offline = self_judged_how({"command": "tba eval --name eval-hf-CoT1 --judge-backend hf",
+                               "judge": {"model": "hf:SmolLM2-135M-Instruct", "note": PIPELINE_CHECK}})
+    assert offline.startswith("the local judge hf:SmolLM2-135M-Instruct runs the same weights as the run's model, "
+                              "unasked") and "--judge-self" not in offline
+    assert "the same weights under another name" in self_judged_how({"command": "tba evaluate r --judge-url u"})
+
+
 # ---- the report, in a real browser -------------------------------------------------------------------------------
 
 
@@ -229,7 +247,8 @@ def test_the_first_screen_of_a_self_judged_run_says_so_in_chromium(chromium, tmp
     try:
         chrome.open(page.as_uri())
         warning = chrome.js("(document.getElementById('self-judged-warning') || {}).innerText")
-        assert warning and warning.startswith("Self-judged: the run's own model judged its answers")
+        assert warning and warning.startswith("Self-judged: the run's own model judged its answers (asked for with "
+                                              "--judge-self: tba evaluate")
         facts = chrome.js("document.getElementById('facts').innerText")
         assert SELF_JUDGED in facts and "evaluation" in facts
         box = chrome.js("(() => { const r = document.getElementById('self-judged-warning').getBoundingClientRect();"
