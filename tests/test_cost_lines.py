@@ -49,7 +49,7 @@ def test_tba_eval_check_only_says_what_the_judging_will_cost(tmp_path, capsys):
         assert main(["eval", "--backend", "scripted", "--out-root", str(tmp_path), "--judge-url", judge.url,
                      "--judge-model", judge.model, "--evaluate-times", "5", "--check-only"]) == 0
     err = capsys.readouterr().err
-    assert "30 judge requests or more: 6 queries x 5 repeats (--evaluate-times), after the run = 30 judgements" in err
+    assert "30 judge requests or more: 6 query runs x 5 repeats (--evaluate-times), after the run = 30 judgements" in err
 
 
 def test_a_sweep_says_what_each_judge_will_be_asked_before_any_cell(tmp_path, capsys):

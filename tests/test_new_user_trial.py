@@ -91,6 +91,30 @@ def test_a_judge_url_that_answers_nothing_is_said_before_the_model_loads(tmp_pat
     assert no_model_load == [] and not (tmp_path / "runs").exists()
 
 
+@pytest.mark.parametrize("judge,needle", [
+    (["--judge-backend", "hf", "--evaluator", "bogus"], "evaluator 'bogus' not found"),
+    (["--judge-backend", "hf", "--judge-mode", "tools"], "the local judge takes no tools"),
+    (["--judge-backend", "hf", "--judge-mode", "tools", "--judge-constrain"], "--judge-constrain with --judge-mode tools"),
+])
+def test_every_judge_setting_is_checked_before_the_model_loads(tmp_path, capsys, no_model_load, judge, needle):
+    """An evaluator that does not exist, a mode the judge cannot do: found after the run before, now first."""
+    assert main(eval_args(tmp_path, *judge, "--check-only")) == 2
+    captured = capsys.readouterr()
+    assert needle in captured.err and "every check passed" not in captured.out
+    assert no_model_load == []
+
+
+def test_a_judge_constrain_the_served_judge_cannot_take_is_said_before_the_run(tmp_path, capsys):
+    from tests.openai_standin import OpenAIStandin
+    from tests.test_judge_failures import solved
+
+    with OpenAIStandin(models=("j",), respond=solved) as judge:  # not vLLM, lists no structured_outputs
+        assert main(["eval", "--name", "r", "--out-root", str(tmp_path / "runs"), "--backend", "scripted",
+                     "--judge-url", judge.url, "--judge-model", "j", "--judge-constrain", "--check-only"]) == 2
+        assert judge.count() == 0
+    assert "--judge-constrain: the judge at" in capsys.readouterr().err
+
+
 # ---- the fix loop: every suggestion works for the run it is about ---------------------------------------------
 
 

@@ -49,7 +49,7 @@ def run(args) -> int:
 
     cfg, evaluate_args, summary, queries = check(args)
     # what the judge's numbers multiply to, before anything runs (tba evaluate says it again with the answers)
-    print(cost_line(queries * args.evaluate_times, f"{queries:,} queries x {args.evaluate_times} repeats "
+    print(cost_line(queries * args.evaluate_times, f"{queries:,} query runs x {args.evaluate_times} repeats "
                     "(--evaluate-times), after the run"), file=sys.stderr, flush=True)
     if args.check_only:
         print(f"tba eval: every check passed ({summary}); nothing loaded, nothing run")
@@ -97,8 +97,11 @@ def check(args):
     UnknownNameError (exit 2) at the first that fails. The order is the cost of finding out: flags, names, files."""
     import argparse
 
+    from toolbench_adapter.errors import InputError
     from toolbench_adapter.evaluation.cache import check_cache_path
+    from toolbench_adapter.evaluation.evaluator import load_evaluator
     from toolbench_adapter.evaluation.judging.chat import CHAT_CLIENTS
+    from toolbench_adapter.evaluation.judging.judge import constrained_mode
     from toolbench_adapter.files.fileio import check_writable
 
     from ...judging.evaluate import check_self_judging
@@ -128,6 +131,13 @@ def check(args):
     check_self_judging(planned, judge_model, judge_self=args.judge_self,
                        pipeline_check=args.judge_backend == "hf" and not judge_model)  # the local 135M judge
     judge_client_options(evaluate_args)
+    load_evaluator(args.evaluator, [args.evaluators_dir] if args.evaluators_dir else [])  # its file, read now
+    if args.judge_constrain and args.judge_mode == "tools":
+        constrained_mode(None, "tools")  # raises: the forced tool call and a JSON grammar do not go together
+    if args.judge_backend == "hf" and args.judge_mode == "tools":
+        raise InputError("--judge-mode tools with --judge-backend hf: the local judge takes no tools (it answers "
+                         "in text)", field="--judge-mode", fix="leave --judge-mode out (auto: json for a local "
+                         "judge), or pass --judge-mode json")
     check_writable(cfg.run_dir)
     check_cache_path(args.judge_cache)
     if args.prices:  # a price file with a mistake: exit 2 now, not after the run
@@ -144,7 +154,9 @@ def check(args):
         options = {"timeout": args.judge_timeout} if args.judge_timeout else {}
         client = ChatRecipe("openai", judge_model, urls, args.judge_api_key, options).build()
         check_served(client, warn=lambda line: print(line, file=sys.stderr))
+        if args.judge_constrain:  # --judge-constrain needs a judge that takes structured outputs: asked now
+            constrained_mode(client, args.judge_mode)
     summary = (f"backend {cfg.backend}, {len(queries)} queries"
                f"{f' x {cfg.trials} trials' if cfg.trials > 1 else ''}, judge {args.judge_backend}"
                f"{' ' + judge_model if judge_model else ''}{' (self)' if args.judge_self else ''}")
-    return cfg, evaluate_args, summary, len(queries)
+    return cfg, evaluate_args, summary, len(queries) * cfg.trials  # the answers the judge will see
