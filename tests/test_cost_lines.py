@@ -58,7 +58,7 @@ def test_a_sweep_says_what_each_judge_will_be_asked_before_any_cell(tmp_path, ca
         assert main(["sweep", str(spec), "--out", str(tmp_path / "o"), "--dry-run"]) == 0
     out = capsys.readouterr().out
     # 4 cells x 1 query (the sample's G1_instruction holds one) x evaluate_times 1
-    assert "judge judge-x: 4 judge requests or more: 4 answers at most (4 cells' queries) x 1 repeats" in out
+    assert "judge judge-x: 4 judge requests or more: 4 answers at most (4 cells' query runs) x 1 repeats" in out
 
 
 def test_the_audit_plan_is_a_range_of_requests(tmp_path, capsys):

@@ -21,13 +21,13 @@ from runners.config.settings_check import NO_FLAG, flag_for
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 VALUE = "\x00"  # an f-string's {value}
 TBA = re.compile(r"\btba ([a-z\x00][a-z\x00-]*)")
-FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
+FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9_-]*")
 
 # flags of other programs, named in messages and help on purpose: whose each is
 OTHER_PROGRAMS = {
     "--dtype": "vllm serve", "--enforce-eager": "vllm serve", "--max-model-len": "vllm serve",
     "--served-model-name": "vllm serve", "--no-deps": "pip", "--force-reinstall": "pip", "--always": "git describe",
-    "--dirty": "git describe", "--sample-id": "inspect eval",
+    "--dirty": "git describe", "--sample-id": "inspect eval", "--answer_dir": "StableToolBench's converter script",
     # python -m runners.serving.e2e's own parser (runners/serving/e2e.py), not a tba command
     "--backends": "e2e", "--compiled": "e2e", "--constrained-method": "e2e", "--engine": "e2e",
     "--engine-command": "e2e", "--judge-evaluator": "e2e", "--methods": "e2e", "--model-folder": "e2e",
