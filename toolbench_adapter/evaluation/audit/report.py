@@ -86,12 +86,14 @@ def pace_text(seconds: float, requests: int, remaining: int, concurrency: int) -
         return took + "."
     low, high = remaining * per / max(1, concurrency), remaining * per * 2
     return (f"{took}; the other {remaining} judgement{'s' if remaining != 1 else ''}: about {_duration(low)} to "
-            f"{_duration(high)} at {per:.1f} s per request: the low end if the judge answers {concurrency} requests "
+            f"{_duration(high)} at {_duration(per)} per request: the low end if the judge answers {concurrency} requests "
             "at once and each verdict takes one request, the high end if it answers one at a time and each takes "
             "two (an Unsure verdict); malformed replies and HTTP retries add to both")
 
 
 def _duration(seconds: float) -> str:
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
     if seconds < 60:
         return f"{seconds:.1f} s"
     minutes, rest = divmod(round(seconds), 60)
