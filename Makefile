@@ -13,7 +13,8 @@ TBA         := $(BIN)/tba
 MAKE_HINTS   = --name=RUN --backend=BACKEND --model=MODEL --base-url=BASE_URL --server=SERVER --stb-root=STB \
                --groups=GROUPS --method=METHOD --dialect=DIALECT --parser=PARSER --concurrency=CONCURRENCY \
                --config=CONFIG --constrain=CONSTRAIN --on-invalid=ON_INVALID --judge=JUDGE --judge-self=JUDGE=self \
-               --judge-backend=JUDGE_BACKEND --judge-model=JUDGE_MODEL --judge-url=JUDGE_URL --evaluate-times=EVAL_TIMES
+               --judge-backend=JUDGE_BACKEND --judge-model=JUDGE_MODEL --judge-url=JUDGE_URL --evaluate-times=EVAL_TIMES \
+               --trials=TRIALS
 data eval reproduce serve compare-parsers compare-parsers-live compare-structured sweep report doctor: \
   export TBA_MAKE_VARIABLES = $(MAKE_HINTS)
 # `make reproduce`: StableToolBench's released example labels, shipped in the project (any checkout's root works)
