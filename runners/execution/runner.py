@@ -236,7 +236,7 @@ class Runner:
                 except OSError as exc:  # a file in the way, a read-only place: say so before any query runs
                     raise InputError(f"cannot write the run folder ({exc.strerror or exc})", path=self.run_dir,
                                      fix="choose a writable --out-root, or another --name") from None
-                say_before_run(manifest, todo)  # what makes it not comparable, before it starts
+                say_before_run(manifest, todo, speaker(self.command))  # what makes it not comparable, first
                 with CtrlC(lambda: len(self.executor.in_flight()), self._stop_starting,
                            speaker(self.command)) as ctrl_c:
                     stream = self.executor.map(self, todo, client)
