@@ -8,6 +8,15 @@ PYTHON      ?= python3
 VENV        ?= .venv
 BIN         := $(VENV)/bin
 TBA         := $(BIN)/tba
+# the make variable that sets each flag: tba's error messages name it (RUN=x, not --name x) when a target below runs
+# tba (runners/cli/make_hints.py); not `make test`: its pytest must see tba as someone typing tba does
+MAKE_HINTS   = --name=RUN --backend=BACKEND --model=MODEL --base-url=BASE_URL --server=SERVER --stb-root=STB \
+               --groups=GROUPS --method=METHOD --dialect=DIALECT --parser=PARSER --concurrency=CONCURRENCY \
+               --config=CONFIG --constrain=CONSTRAIN --on-invalid=ON_INVALID --judge=JUDGE --judge-self=JUDGE=self \
+               --judge-backend=JUDGE_BACKEND --judge-model=JUDGE_MODEL --judge-url=JUDGE_URL --evaluate-times=EVAL_TIMES \
+               --trials=TRIALS
+data eval reproduce serve compare-parsers compare-parsers-live compare-structured sweep report doctor: \
+  export TBA_MAKE_VARIABLES = $(MAKE_HINTS)
 # `make reproduce`: StableToolBench's released example labels, shipped in the project (any checkout's root works)
 STB_ROOT    ?= data/stabletoolbench_example
 
@@ -47,7 +56,8 @@ CONFIG      ?= $(if $(filter hf,$(BACKEND)),runners/configs/smollm2.yaml)
 # environment), or JUDGE=self to let it judge itself (every table says self-judged). Neither: refused by `tba eval`
 # before the run, with every other check (tba eval --help), in the order of their cost
 JUDGE         ?=
-JUDGE_BACKEND ?= $(if $(filter hf,$(BACKEND)),hf,openai)
+# a JUDGE_URL given means a served judge (openai), whatever the run's backend
+JUDGE_BACKEND ?= $(if $(JUDGE_URL),openai,$(if $(filter hf,$(BACKEND)),hf,openai))
 JUDGE_MODEL   ?=
 JUDGE_URL     ?=
 EVAL_TIMES    ?= 3
@@ -155,6 +165,7 @@ clean:  ## remove caches (keeps .venv and results/)
 	rm -rf .pytest_cache .ruff_cache .hypothesis .import_linter_cache .grimp_cache build *.egg-info
 
 .PHONY: reproduce
+reproduce: MAKE_HINTS += --stb-root=STB_ROOT
 reproduce: install  ## recompute SoPR/SoWR from StableToolBench's released labels ($(STB_ROOT)), beside the published tables
 	$(TBA) reproduce --stb-root $(STB_ROOT) --published stb-gpt-cache-sopr --published stb-gpt-cache-sowr
 
@@ -200,6 +211,7 @@ LIVE_PARSERS ?= react-find,react-robust
 LIVE_RUN     ?= parsers-live
 LIVE_OUT     ?= results/parser_comparison_live
 .PHONY: compare-parsers-live
+compare-parsers-live: MAKE_HINTS += --name=LIVE_RUN
 compare-parsers-live: install  ## the eval's model with LIVE_PARSERS (one sweep, model calls shared), judged, compared on the pass rate -> $(LIVE_OUT)
 	$(TBA) sweep runners/sweeps/compare-parsers-live.yaml --name $(LIVE_RUN) --axis parser=$(LIVE_PARSERS) --quiet \
 	  $(RUN_FLAGS) $(JUDGE_FLAGS)
@@ -214,6 +226,7 @@ STRUCT_RUN         ?= structured
 STRUCT_OUT         ?= results/structured_comparison
 STRUCT_CELLS       ?=
 .PHONY: compare-structured
+compare-structured: MAKE_HINTS += --name=STRUCT_RUN --cells=STRUCT_CELLS
 compare-structured: install  ## {toolllama, json-object} x {--constrain off, schema} x {--on-invalid observe, reask:2} on the eval's model, one sweep, judged, one table -> $(STRUCT_OUT)
 	$(TBA) sweep runners/sweeps/compare-structured.yaml --name $(STRUCT_RUN) $(if $(STRUCT_CELLS),--cells $(STRUCT_CELLS)) \
 	  --quiet $(RUN_FLAGS) $(JUDGE_FLAGS)

@@ -35,6 +35,7 @@ class Reply:
     tool_calls: list[dict] | None = None
     finish_reason: str = "stop"
     usage: dict | None = None  # default: whitespace-split word counts of the input and the text
+    raw: object = None  # when set, the whole JSON body answered as is (a malformed reply's shape)
 
 
 Responder = Callable[[str, dict], "Reply | str"]
@@ -148,7 +149,9 @@ class OpenAIStandin:
         return Reply(tool_calls=[{"id": "probe", "type": "function", "function": {
             "name": name, "arguments": json.dumps({"reason": "preflight", "answer_status": "Solved"})}}])
 
-    def _payload(self, endpoint: str, body: dict, reply: Reply) -> dict:
+    def _payload(self, endpoint: str, body: dict, reply: Reply) -> object:
+        if reply.raw is not None:
+            return JSONResponse(content=reply.raw)
         prompt_words = _word_count(body.get("prompt")) + sum(_word_count(m.get("content")) for m in body.get("messages", []))
         usage = reply.usage or {"prompt_tokens": prompt_words, "completion_tokens": _word_count(reply.text),
                                 "total_tokens": prompt_words + _word_count(reply.text)}

@@ -116,3 +116,24 @@ def test_a_run_where_the_parsers_disagree_on_some_outputs(runs, tmp_path, capsys
     in_table, count, total = check_one_story(stdout, summary, rows, agreement, records)
     assert 0 < count < total
     assert {"react-find", "react-regex", "react-robust"} <= set(in_table)
+
+
+def test_the_shipped_corpus_headline_says_what_its_count_is_made_of(tmp_path, capsys):
+    """Issue 41: `make compare-parsers` on the shipped corpus said "disagreements: 123 of 123" because fenced-json
+    read one call from one of the 123 ReAct outputs: every other output then "disagreed". The headline keeps the
+    count and says what it is made of: the stray parser, the count without it, and the pair most alike."""
+    stdout, summary, rows, agreement, records = compare("data/parser_corpus/react_outputs.jsonl", tmp_path / "c",
+                                                        capsys)
+    check_one_story(stdout, summary, rows, agreement, records)
+    line = next(line for line in stdout.splitlines() if line.startswith("disagreements: "))
+    total = len(records)
+    assert line.startswith(f"disagreements: {total} of 123 outputs (fenced-json, react-find")
+    assert "fenced-json found a call in 1 of the 123 outputs only (a format these outputs are not in)" in line
+    without = int(re.search(r"without fenced-json, react-find, react-regex, react-robust disagree on (\d+) of 123",
+                            line).group(1))
+    assert without < total and f"({total - without} of the {total} are fenced-json's alone)" in line
+    pair = re.search(r"most alike: (\S+) and (\S+), the same calls on (\d+) of the (\d+) outputs", line)
+    a, b, same, both = pair.group(1), pair.group(2), int(pair.group(3)), int(pair.group(4))
+    row = next(r for r in agreement if r[0] == a)
+    assert float(row[agreement[0].index(b)]) == pytest.approx(same / both, abs=1e-4)  # the matrix's own share
+    assert "fenced-json found a call in 1 of the 123 outputs only" in summary

@@ -27,7 +27,7 @@ def test_a_string_where_a_number_goes_names_file_field_and_fix(tmp_path, capsys)
     assert main(args) == 2
     err = capsys.readouterr().err
     assert f"{tmp_path / 'run.yaml'}: field 'concurrency': \"4\" is a string" in err
-    assert "fix: write a whole number of at least 1, e.g. concurrency: 4" in err and "Traceback" not in err
+    assert "fix: write a whole number of at least 1 and at most 1024, e.g. concurrency: 4" in err and "Traceback" not in err
     assert not (tmp_path / "runs").exists()
 
 

@@ -34,6 +34,8 @@ def evaluator_with(tmp_path: Path, **kwargs) -> Path:
     ({"max_tokens": "lots"}, "completions_kwargs.max_tokens", "max_tokens: 1000"),
     ({"max_tokens": 0}, "completions_kwargs.max_tokens", "max_tokens: 1000"),
     ({"max_tokens": 10.5}, "completions_kwargs.max_tokens", "max_tokens: 1000"),
+    ({"max_tokens": 99999999999}, "completions_kwargs.max_tokens", "max_tokens: 1000"),  # issue 41: a top
+    ({"temperature": 1e308}, "completions_kwargs.temperature", "temperature: 0.2"),
     ({"functions": "check_answer_status"}, "completions_kwargs.functions", "- name: check_answer_status"),
     ({"functions": [{"description": "no name"}]}, "completions_kwargs.functions[0].name", "- name:"),
     ({"functions": ["check_answer_status"]}, "completions_kwargs.functions[0]", "- name:"),
@@ -66,7 +68,8 @@ def test_tba_exits_2_before_the_judge_is_asked(tmp_path, capsys, command):
         assert judge.count() == 0 and not judge.probes
     err = capsys.readouterr().err
     assert f"{folder / 'config.yaml'}: field 'completions_kwargs.temperature'" in err
-    assert 'temperature must be a number of at least 0 (got "hot")' in err and "fix: write e.g. temperature: 0.2" in err
+    assert 'temperature must be a number of at least 0 and at most 10' in err and '(got "hot")' in err
+    assert "fix: write e.g. temperature: 0.2" in err
 
 
 def test_the_project_evaluators_and_extra_upstream_keys_pass(tmp_path):

@@ -54,8 +54,8 @@ def test_the_first_ctrl_c_says_what_it_waits_for_and_a_second_stops_now(tmp_path
 
     announced = interrupt.announce
 
-    def announce_and_press_again(in_flight):
-        announced(in_flight)
+    def announce_and_press_again(in_flight, who="tba run"):
+        announced(in_flight, who)
         os.kill(os.getpid(), signal.SIGINT)
 
     monkeypatch.setattr(interrupt, "announce", announce_and_press_again)
@@ -64,7 +64,7 @@ def test_the_first_ctrl_c_says_what_it_waits_for_and_a_second_stops_now(tmp_path
     try:
         with pytest.raises(StopNow) as stopped:
             Runner(cfg, backend=ScriptedBackend(script=slow), progress=False).run()
-        assert "waiting for the 2 in flight" in capfd.readouterr().err
+        assert "tba run: Ctrl-C: starting no more queries; waiting for the 2 queries in flight" in capfd.readouterr().err
         manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
         [session] = manifest["sessions"]
         assert "finished" not in session and session["stopped_now"] is True and session["interrupted"]
@@ -93,3 +93,27 @@ def test_a_first_ctrl_c_records_the_session_as_interrupted_with_its_counts(tmp_p
     done = len(list((tmp_path / "r").glob("G*/*.json")))
     assert session["queries_finished"] == done >= 1 and session["not_started"] == 6 - done
     assert len((tmp_path / "r" / "steps.jsonl").read_text().splitlines()) > 0
+
+
+def test_under_tba_eval_the_notice_names_tba_eval_and_counts_in_words(tmp_path, capfd):
+    """Issue 41: under `tba eval`, Ctrl-C said "tba run:" (a command the user never typed) and "1 queries"."""
+    from runners.execution.interrupt import notice, queries
+
+    calls = []
+
+    def interrupting(request):
+        calls.append(request.key.get("query_id"))
+        if len(calls) == 1:
+            os.kill(os.getpid(), signal.SIGINT)
+        return react_script(request)
+
+    cfg = RunConfig(name="r", out_root=str(tmp_path), backend="scripted", dialect="toolllama", tool_root=TOOLS,
+                    concurrency=1)
+    with pytest.raises(KeyboardInterrupt):
+        Runner(cfg, backend=ScriptedBackend(script=interrupting), progress=False,
+               command="tba eval --name r --backend scripted").run()
+    err = capfd.readouterr().err
+    assert "tba eval: Ctrl-C: starting no more queries; waiting for the 1 query in flight" in err
+    assert "(it is then not finished" in err and "tba run" not in err and "1 queries" not in err
+    assert (queries(1), queries(2), queries(0)) == ("1 query", "2 queries", "0 queries")
+    assert notice(3).startswith("tba run: Ctrl-C") and "those 3 are then not finished" in notice(3)

@@ -180,3 +180,55 @@ def test_local_model_judge_audit_on_two_released_answers(stb_root, tmp_path, cap
     assert "All groups: 2 pairs over 2 answers: 1 decided by the judge, 1 by rule" in out
     matrix = out.split("released \\ ours")[1].splitlines()[1:4]
     assert sum(int(n) for line in matrix for n in line.split()[1:]) == 1  # the rule pair is not in the matrix
+
+
+def test_the_estimate_is_a_range_from_the_first_judgement_and_says_what_it_assumes():
+    """Issue 41: the plan said "about 2.3 s" (the preflight's short prompt); the audit took 124 s and 30 requests
+    for 15 judgements. The first judgement of the audit itself, 8.2 s for 2 requests, brackets it."""
+    from toolbench_adapter.evaluation.audit.rejudge import Cost
+    from toolbench_adapter.evaluation.audit.report import cost_text, pace_text
+
+    plan = cost_text(Cost(answers=6, judgements=18, by_rule=3, cached=0, to_ask=15), 4, 3)
+    assert "15 to ask: 15 to 90 judge requests (one each, two for an Unsure verdict, up to 3 tries" in plan
+    pace = pace_text(8.2, 2, 14, 4)
+    assert pace.startswith("First judgement: 8.2 s for 2 requests (measured); the other 14 judgements: about 14.3 s "
+                           "to 1 min 55 s at 4.1 s per request")
+    assert "the low end if the judge answers 4 requests at once" in pace and "one at a time" in pace
+    low, high = 14 * 4.1 / 4, 14 * 4.1 * 2
+    assert low <= 124 - 8.2 <= high * 1.05  # the issue's 124 s, less the first judgement, near the high end
+    assert pace_text(3.0, 1, 0, 4) == "First judgement: 3.0 s for 1 request (measured)."
+
+
+def test_the_first_judgement_is_made_alone_and_counted_once(tmp_path, capsys):
+    labels, converted = released_set(tmp_path)
+    with OpenAIStandin(respond=scripted_judge) as standin:
+        assert _audit(labels, standin, "--converted", str(converted), "--no-cache") == 0
+        assert standin.count() == 7  # 6 checks + 1 parse for the Unsure verdict: the first is not asked twice
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("Audit plan:") and out[1].startswith("First judgement: ")
+    assert "the other 5 judgements" in out[1]
+
+
+def test_the_bootstrap_draws_in_chunks_the_same_intervals_in_bounded_memory(monkeypatch):
+    """--resamples 999999999999 was a MemoryError after every judge call: an (R, n, 3, 3) array per stratum. The
+    flag has a top now (runners/config/limits.py) and the draws come in chunks whose size does not grow with R."""
+    import random
+    import tracemalloc
+
+    from toolbench_adapter.evaluation.audit import agreement
+    from toolbench_adapter.evaluation.audit.agreement import Unit, kappa_interval, sopr_shift
+
+    rng = random.Random(1)
+    strata = [[Unit({0: rng.choice([S, N, U])}, {0: rng.choice([S, N, U])}) for _ in range(size)]
+              for size in (500, 0, 40)]
+    whole = (kappa_interval(strata, resamples=300, seed=3), sopr_shift(strata, [0.0] * 3, resamples=300, seed=3))
+    monkeypatch.setattr(agreement, "CHUNK_DRAWS", 1000)  # two rows of 500 answers a chunk: the same draws
+    assert (kappa_interval(strata, resamples=300, seed=3), sopr_shift(strata, [0.0] * 3, resamples=300, seed=3)) == whole
+    monkeypatch.undo()
+    tracemalloc.start()
+    try:
+        kappa_interval(strata, resamples=5000, seed=0)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 100 << 20  # whole: 5000 x 500 x 9 int64 = 180 MB for the first stratum alone

@@ -123,7 +123,11 @@ def test_the_constant_judge_of_the_issue_on_the_released_example(capsys, verdict
         assert judge.count() == 15
     assert code == 0, out
     assert out.startswith("Audit plan: 6 answers x repeats = 18 judgements: 3 decided by rule (no request), "
-                          "0 cached, 15 to ask: at least 15 requests")  # before the first request
+                          "0 cached, 15 to ask: 15 to 90 judge requests")  # before the first request
+    # issue 41: the time is measured on a judgement of the audit's own (made alone, first), not on the preflight
+    plan, pace = out.splitlines()[:2]
+    assert "how long: measured on the first judgement, below" in plan
+    assert pace.startswith("First judgement: ") and "for 1 request (measured); the other 14 judgements: about" in pace
     agreed = 15 if verdict is S else 0
     assert kappa_line(out).startswith(f"Accuracy {agreed * 100 / 15:.1f}% ({agreed} of 15), Cohen's kappa n/a: the "
                                       "released labels are all Solved on the 15 pairs the judge decided")

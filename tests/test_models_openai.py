@@ -260,7 +260,7 @@ def test_cli_style_string_options_are_coerced_and_unknown_ones_named():
     assert backend.truncate_prompt_tokens is None and backend.context_tokens == 4096 and backend.stop == ("</s>",)
     with pytest.raises(InputError, match="retries='many' is not an integer"):
         OpenAIChatBackend(model="m", retries="many")
-    with pytest.raises(InputError, match="retries=-1 is negative"):
+    with pytest.raises(InputError, match="retries must be at least 0"):
         OpenAIChatBackend(model="m", retries="-1")
     with pytest.raises(InputError) as caught:
         OpenAIChatBackend(model="m", temprature=0.5)

@@ -55,7 +55,7 @@ def test_tba_run_exits_2_naming_dialect_options(tmp_path, capsys, dialect):
 
 @pytest.mark.parametrize("option,needle", [("retries=lots", "has no option 'retries'"),
                                            ("delay_s=soon", "delay_s='soon' is not a number"),
-                                           ("delay_s=-1", "delay_s=-1.0 is negative")])
+                                           ("delay_s=-1", "delay_s must be at least 0 (got -1.0)")])
 def test_the_scripted_backend_checks_its_options(tmp_path, capsys, option, needle):
     """Was: ScriptedBackend(**_) took any option: `retries: lots` was recorded and ignored."""
     assert main(run_args(tmp_path, "--backend-option", option)) == 2

@@ -162,3 +162,61 @@ def test_pairing_by_name_words_is_what_it_was_row_for_row():
     assert got == _pairs_as_before(rows, models) and got  # and some pair at all
     assert pair_rows(["DFS / GPT-4", "DFS GPT 4"], ["gpt4_dfs"], {}) == {}  # two rows of the same words: neither
     assert pair_rows(["DFS / GPT-4"], ["gpt4_dfs"], {})["DFS / GPT-4"].model == "gpt4_dfs"
+
+
+# ---- round three (issue 41): a metric named inside CJK text --------------------------------------------------
+
+CJK_TWO_TABLES = """\
+# 结果
+
+- 下表为各模型在SoPR指标上的得分（%）：
+
+| Model | I1-Inst. | I1-Cat. | Avg |
+|---|---|---|---|
+| GPT-4 | 53.1% | 52.0% | 52.6% |
+
+| Model | I2-Inst. | I2-Cat. | Avg |
+|---|---|---|---|
+| GPT-4 | 43.3% | 40.1% | 41.7% |
+"""
+
+
+def test_a_metric_named_between_cjk_characters_names_both_tables_under_it(tmp_path, capsys):
+    """Was: "nothing names the metric" (\\b finds no boundary between 在 and SoPR: both are word characters), and the
+    fix then suggested SoWR for both tables (no ± in their cells)."""
+    path = tmp_path / "README_zh.md"
+    path.write_text(CJK_TWO_TABLES, encoding="utf-8")
+    first, second = published.read_tables(path)
+    assert (first.metric, second.metric) == ("SoPR", "SoPR")
+    assert first.metric_source == "the list item '下表为各模型在SoPR指标上的得分（%）：'"
+    assert second.metric_source.endswith("above the table before it (nothing stands between the two)")
+    assert main(["reproduce", "--published", str(path), "--check-only"]) == 0
+    assert "nothing names the metric" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("sentence,metric", [
+    ("在SoPR上的结果", "SoPR"), ("本表为SoWR（胜率）", "SoWR"), ("各模型的通过率如下", "SoPR"), ("胜率如下", "SoWR"),
+    ("SoPR的结果", "SoPR"), ("结果（ＳｏＰＲ）", "SoPR"), ("の FAC です", "FAC"), ("Pass rate:", "SoPR"),
+    ("bypass rates", None), ("SoPRx results", None), ("G3_instruction_WinRate", None), ("FACT sheet", None),
+])
+def test_word_boundaries_do_not_split_cjk_text_but_still_split_latin_words(sentence, metric):
+    from toolbench_adapter.evaluation.published.columns import metric_in_text
+
+    assert metric_in_text(sentence) == metric
+
+
+def test_a_suggestion_never_contradicts_text_that_names_the_metric(tmp_path, capsys):
+    """A sentence naming SoPR but too far above the table (or beside another metric) does not name the table's
+    metric, yet the fix's suggestion follows it rather than the cells' guess (SoWR: no ±)."""
+    far = "本节的指标是SoPR。\n\n" + "".join(f"第{i}段说明。\n\n" for i in range(10)) + TABLE
+    path = tmp_path / "far.md"
+    path.write_text(far, encoding="utf-8")
+    assert main(["reproduce", "--published", str(path), "--check-only"]) == 2
+    err = capsys.readouterr().err
+    assert "nothing names the metric of far.md#1" in err
+    assert "far.md#1=SoPR'" in err and "names SoPR" in err and "=SoWR" not in err
+    both = tmp_path / "both.md"
+    both.write_text("本文报告SoPR和SoWR两个指标。\n\n" + TABLE, encoding="utf-8")
+    assert main(["reproduce", "--published", str(both), "--check-only"]) == 2
+    err = capsys.readouterr().err
+    assert "names SoPR and SoWR" in err and "check it against the paper" in err

@@ -166,6 +166,22 @@ def test_cli_writes_the_page_atomically_and_rejects_bad_input(text_runs, tmp_pat
     assert not missing.exists() and list(tmp_path.glob(".*")) == []  # no temp file left behind
 
 
+def test_without_out_the_page_goes_beside_the_run(text_runs, tmp_path, capsys):
+    """Issue 41: `tba report RUN` without --out said "nothing to report"; it writes RUN/report.html (as make report
+    and --index do), a comparison RUN/compare.html, and without RUN_DIR says so."""
+    run = tmp_path / "run"
+    shutil.copytree(text_runs[0], run)
+    assert main(["report", str(run)]) == 0
+    assert (run / "report.html").read_text().startswith("<!DOCTYPE html>")
+    assert f"written: {run / 'report.html'}" in capsys.readouterr().out
+    assert main(["report", str(run), "--compare", str(text_runs[1])]) == 0
+    assert (run / "compare.html").exists()
+    capsys.readouterr()
+    assert main(["report"]) == 2
+    err = capsys.readouterr().err
+    assert "no run folder given" in err and "nothing to report" not in err and "tba report --index DIR" in err
+
+
 def test_folder_of_answer_files_without_manifest_is_reparsed(text_runs, tmp_path):
     bare = tmp_path / "answers"
     for group_dir in text_runs[0].glob("G*"):

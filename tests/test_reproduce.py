@@ -208,3 +208,21 @@ def test_released_example_through_labels_uses_the_full_test_set_for_strict(stb_r
             "(StableToolBench's released example)") in out
     strict = out.split("Leaderboards")[1].split("SoPR, strict")[1]
     assert "| virtual_chatgpt_cot | 1.2±0.0 (3 of 163 test ids) |" in strict  # 2 solved of 163
+
+
+def test_the_why_line_never_contradicts_the_result(tmp_path, capsys):
+    """Issue 41: after "3 of 3 ... reproduced exactly, 0 differ" the Why: line explained why cells differ."""
+    from toolbench_adapter.queryset.queries import PROJECT_DATA
+
+    exact = tmp_path / "exact.md"
+    exact.write_text("### Pass rate\n\n| Model | I1 Inst |\n|---|---|\n| virtual_chatgpt_cot | 66.7±0.0 |\n"
+                     "| virtual_chatgpt_dfs | 100.0±0.0 |\n")
+    out = _reproduce(capsys, PROJECT_DATA / "stabletoolbench_example", "--published", str(exact))
+    assert "2 of 2 published cells reproduced exactly, 0 within rounding, 0 differ, 0 without labels" in out
+    assert "Why:" not in out
+    differs = tmp_path / "differs.md"
+    differs.write_text("### Pass rate\n\n| Model | I1 Inst | I1 Cat |\n|---|---|---|\n"
+                       "| virtual_chatgpt_cot | 50.0±0.0 | 40.0±0.0 |\n")
+    out = _reproduce(capsys, PROJECT_DATA / "stabletoolbench_example", "--published", str(differs))
+    why = next(line for line in out.splitlines() if line.startswith("Why:"))
+    assert "1 of the 2 cells have no labels here, and the 1 that differ set 3 queries beside" in why

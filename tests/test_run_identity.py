@@ -565,7 +565,7 @@ def test_a_second_ctrl_c_stops_a_real_run_now_and_names_what_was_not_finished(tm
             line = proc.stderr.readline()
             assert line, f"no notice after the first Ctrl-C: {first}"
             first += line
-        assert "waiting for the 2 in flight" in first
+        assert "tba run: Ctrl-C: starting no more queries; waiting for the 2 queries in flight" in first
         proc.send_signal(signal.SIGINT)
         rest = proc.stderr.read()  # the blocked queries never end: only stopping now ends the process
         proc.wait()

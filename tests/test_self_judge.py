@@ -124,7 +124,7 @@ def test_a_judge_that_is_the_runs_own_model_is_refused_unless_asked(tmp_path, ca
     assert evaluate(run_dir, tmp_path, "--judge-url", endpoint.url, "--judge-model", SERVED) == 2
     err = capsys.readouterr().err
     assert "is the run's own model" in err and "--judge-self" in err and "--judge-url URL --judge-model NAME" in err
-    assert "OPENAI_API_KEY" in err and "JUDGE=self" in err
+    assert "OPENAI_API_KEY" in err and "JUDGE=self" not in err  # tba typed by hand: flags only
     # the same model name elsewhere (another endpoint, an organisation prefix) is the same model
     assert evaluate(run_dir, tmp_path, "--judge-url", "http://127.0.0.1:9/v1", "--judge-model", f"org/{SERVED}") == 2
     assert endpoint.count() == asked and not endpoint.probes  # refused before the judge was asked anything
@@ -138,9 +138,16 @@ def test_no_judge_given_is_refused_naming_the_flags(tmp_path, capsys, endpoint, 
     assert evaluate(run_dir, tmp_path) == 2
     err = capsys.readouterr().err
     assert "no judge given" in err and "field '--judge-url'" in err
-    for needle in ("--judge-model NAME", "OPENAI_API_KEY", "--judge-self", "JUDGE_URL="):
+    for needle in ("--judge-model NAME", "OPENAI_API_KEY", "--judge-self"):
         assert needle in err, needle
     assert not endpoint.probes
+    # under make (the Makefile names its variables in TBA_MAKE_VARIABLES), the same fix in make's words
+    monkeypatch.setenv("TBA_MAKE_VARIABLES", "--judge-url=JUDGE_URL --judge-model=JUDGE_MODEL --judge-self=JUDGE=self")
+    assert evaluate(run_dir, tmp_path) == 2
+    err = capsys.readouterr().err
+    for needle in ("JUDGE_URL=URL JUDGE_MODEL=NAME", "OPENAI_API_KEY", "or JUDGE=self to let", "field 'JUDGE_URL'"):
+        assert needle in err, needle
+    assert "--judge-" not in err.replace("--judge-api-key", "")
 
 
 def test_judge_self_judges_with_the_runs_model_and_every_output_says_self_judged(tmp_path, capsys, endpoint):
@@ -211,6 +218,24 @@ def test_hf_judge_of_the_default_local_model_carries_the_note():
     assert identity.short_id == "SmolLM2-135M-Instruct@local-json-x3"
 
 
+def test_the_self_judged_banner_says_what_the_user_did(tmp_path, endpoint):
+    """Issue 41: the banner cited --judge-self to a user who never passed it (make eval JUDGE=self passes
+    --judge self; the offline default's local judge runs the run's own weights without being asked)."""
+    from toolbench_adapter.report.html import self_judged_how
+
+    run_dir = served_run(tmp_path, endpoint)
+    assert evaluate(run_dir, tmp_path, "--judge", "self") == 0
+    page = write_report([run_dir], tmp_path / "report.html").read_text()
+    data = json.loads(re.search(r'id="report-data">(.*?)</script>', page, re.S).group(1))
+    how = data["runs"][0]["evaluation"]["selfJudgedHow"]
+    assert how.startswith("asked for with JUDGE=self (make) or --judge self: tba evaluate") and "--judge-self" not in how
+    offline = self_judged_how({"command": "tba eval --name eval-hf-CoT1 --judge-backend hf",
+                               "judge": {"model": "hf:SmolLM2-135M-Instruct", "note": PIPELINE_CHECK}})
+    assert offline.startswith("the local judge hf:SmolLM2-135M-Instruct runs the same weights as the run's model, "
+                              "unasked") and "--judge-self" not in offline
+    assert "the same weights under another name" in self_judged_how({"command": "tba evaluate r --judge-url u"})
+
+
 # ---- the report, in a real browser -------------------------------------------------------------------------------
 
 
@@ -222,7 +247,8 @@ def test_the_first_screen_of_a_self_judged_run_says_so_in_chromium(chromium, tmp
     try:
         chrome.open(page.as_uri())
         warning = chrome.js("(document.getElementById('self-judged-warning') || {}).innerText")
-        assert warning and warning.startswith("Self-judged: the run's own model judged its answers")
+        assert warning and warning.startswith("Self-judged: the run's own model judged its answers (asked for with "
+                                              "--judge-self: tba evaluate")
         facts = chrome.js("document.getElementById('facts').innerText")
         assert SELF_JUDGED in facts and "evaluation" in facts
         box = chrome.js("(() => { const r = document.getElementById('self-judged-warning').getBoundingClientRect();"

@@ -14,6 +14,7 @@ from toolbench_adapter.errors import InputError
 from toolbench_adapter.registry import UnknownNameError
 
 from . import commands
+from .make_hints import for_make, make_variables
 from .ranges import Ranged
 
 DESCRIPTION = """\
@@ -125,13 +126,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
     except InputError as exc:  # a flag out of its range
-        print(f"{getattr(exc, 'command', 'tba')}: error: {exc}", file=sys.stderr)
+        print(f"{getattr(exc, 'command', 'tba')}: error: {for_user(exc)}", file=sys.stderr)
         return 2
     args.argv = list(sys.argv[1:] if argv is None else argv)  # the command as typed: tba run prints how to redo it
     try:
         result = args.func(args)
     except (InputError, UnknownNameError) as exc:
-        print(f"tba {args.command}: error: {exc}", file=sys.stderr)
+        print(f"tba {args.command}: error: {for_user(exc)}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `tba functions ... | head`: the reader left, nothing is wrong
         sys.stdout = open(os.devnull, "w")
@@ -141,3 +142,13 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     return int(result or 0)
 
+
+def for_user(exc: Exception) -> str:
+    """The error as printed: under make, its field and fix name the make variables (make_hints.py)."""
+    variables = make_variables()
+    if not variables:
+        return str(exc)
+    if isinstance(exc, InputError):
+        return str(InputError(for_make(exc.problem, variables), path=exc.path, field=for_make(exc.field, variables),
+                              fix=for_make(exc.fix, variables)))
+    return for_make(str(exc), variables)

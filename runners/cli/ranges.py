@@ -1,9 +1,12 @@
 """The range of every numeric flag, checked while the command line is parsed (exit 2 naming the range).
 
 A numeric flag takes ``type=`` one of these, never bare ``int`` / ``float`` (tests/test_flag_ranges.py walks
-every command's parser and fails on a flag without one). Each is a type annotation checked by
-runners/config/settings_check.py, so a flag says its range in the same words as a config file's setting; a
-flag that is a run setting takes RunConfig's own annotation (``setting("concurrency")``), one range for both.
+every command's parser and fails on a flag without one, or without an upper bound). Each is a type annotation
+checked by runners/config/settings_check.py, so a flag says its range in the same words as a config file's
+setting; a flag that is a run setting takes RunConfig's own annotation (``setting("concurrency")``), one range
+for both. Every range has a top a user would never need to pass, and its reason (``why``) is in the message:
+a number past it is a typo or a test of the tool, and letting it through costs paid requests, memory or an
+OverflowError deep in a socket (issue 41).
 """
 
 from __future__ import annotations
@@ -13,11 +16,10 @@ import typing
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from pydantic import Field
-
 from toolbench_adapter.errors import InputError
 
-from ..config import EXAMPLES, RunConfig
+from ..config import EXAMPLES, RunConfig, limits
+from ..config.limits import ranged_hint
 from ..config.run_config import flag_label
 from ..config.settings_check import check_value, describe, field_defaults, type_hints
 
@@ -85,10 +87,10 @@ class Ranged:
             raise argparse.ArgumentTypeError(exc.problem) from None
 
 
-def bounded(kind: type = int, **bounds: float) -> Ranged:
-    """``bounded(int, ge=1)``, ``bounded(float, gt=0)``, ``bounded(int, ge=0, le=65535)``; floats are finite."""
-    extra = {"allow_inf_nan": False} if kind is float else {}
-    return Ranged(Annotated[kind, Field(**bounds, **extra)])
+def bounded(kind: type = int, *, why: str | None = None, **bounds: float) -> Ranged:
+    """``bounded(int, ge=1, le=100, why=...)``, ``bounded(float, gt=0, le=DAY_S, why=...)``; floats are finite.
+    ``why``: the reason for the top, said when a value is past it."""
+    return Ranged(ranged_hint(kind, why=why, **bounds))
 
 
 def setting(name: str) -> Ranged:
@@ -108,11 +110,22 @@ def _annotated(hint: Any) -> Any:
     return next((found for found in inner if found is not None), None)
 
 
-COUNT = bounded(int, ge=1)  # repeats, attempts, requests in flight, tokens, bytes, connections
-SECONDS = bounded(float, gt=0)
-SEED = bounded(int, ge=0, le=2**32 - 1)
-PORT = bounded(int, ge=0, le=65535)  # 0: a free one
-NOT_NEGATIVE = bounded(int, ge=0)
-TEMPERATURE = bounded(float, ge=0)
-FRACTION = bounded(float, ge=0, le=1)  # a probability or share, e.g. an assumed pass rate
-CORRELATION = bounded(float, ge=-1, le=1)
+# the tops, each with its reason (said in the message of a value past it); RunConfig's settings have theirs in
+# runners/config/limits.py, which these share where the same number means the same thing
+REPEATS = bounded(int, ge=1, le=limits.MAX_REPEATS, why=limits.REPEATS_WHY)  # judgements per answer
+ATTEMPTS = bounded(int, ge=1, le=limits.MAX_ATTEMPTS, why=limits.ATTEMPTS_WHY)  # tries per request or verdict
+CONCURRENCY = bounded(int, ge=1, le=limits.MAX_CONCURRENCY, why=limits.CONCURRENCY_WHY)  # requests in flight
+JUDGE_TOKENS = bounded(int, ge=1, le=limits.MAX_JUDGE_TOKENS, why=limits.JUDGE_TOKENS_WHY)
+SECONDS = bounded(float, gt=0, le=limits.MAX_SECONDS, why=limits.SECONDS_WHY)  # a timeout
+WAIT_SECONDS = bounded(float, ge=0, le=limits.MAX_WAIT_S, why=limits.WAIT_WHY)  # a backoff between tries
+ANSWERS = bounded(int, ge=1, le=limits.MAX_QUERIES, why=limits.QUERIES_WHY)  # answers or queries chosen
+BOOTSTRAP_RESAMPLES = bounded(int, ge=1, le=limits.MAX_RESAMPLES, why=limits.RESAMPLES_WHY)
+BYTES = bounded(int, ge=1, le=limits.MAX_BODY_BYTES, why=limits.BODY_BYTES_WHY)  # a request body
+CONNECTIONS = bounded(int, ge=1, le=limits.MAX_CONNECTIONS, why=limits.CONNECTIONS_WHY)
+CELLS = bounded(int, ge=1, le=limits.MAX_CELLS, why=limits.CELLS_WHY)  # a sweep's cells at once
+INDENT = bounded(int, ge=0, le=limits.MAX_INDENT, why=limits.INDENT_WHY)
+SEED = Ranged(limits.Seed)
+PORT = bounded(int, ge=0, le=65535, why="the largest TCP port")  # 0: a free one
+TEMPERATURE = Ranged(limits.Temperature)
+FRACTION = bounded(float, ge=0, le=1, why="a probability or a share is at most 1")  # e.g. an assumed pass rate
+CORRELATION = bounded(float, ge=-1, le=1, why="a correlation lies between -1 and 1")

@@ -15,6 +15,22 @@ from toolbench_adapter.files.input_files import read_yaml
 from toolbench_adapter.structured.policy import reask_limit
 
 from ..search.methods import SearchMethod, known_forms, parse_method
+from .limits import (
+    Attempts,
+    Concurrency,
+    MaxQueryCount,
+    MaxStep,
+    Observation,
+    QueryId,
+    QueryLimit,
+    Rate,
+    Seconds,
+    Seed,
+    StopAfter,
+    Temperature,
+    Tokens,
+    ranged_hint,
+)
 from .settings_check import (
     NO_FLAG,
     Problem,
@@ -25,15 +41,14 @@ from .settings_check import (
     unknown_key_problem,
 )
 
-# types and ranges, checked by runners/config/settings_check.py for config files and flags alike
-Count = Annotated[int, Field(ge=1)]  # a whole number of at least 1
-Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False)]
-Seed = Annotated[int, Field(ge=0, le=2**32 - 1)]  # what every RNG takes (numpy's too)
-QueryId = Annotated[int, Field(ge=0)]
+# types and ranges, checked by runners/config/settings_check.py for config files and flags alike; each top and
+# its reason: limits.py
 # a set of trials (tba run --trials K) runs every query K times: K x the queries' model calls, paid requests included.
 # 100 bounds a typo, not a need: past a few dozen trials the interval no longer narrows much (down to the queries'
 # own spread, which only more queries shrink), and 100 trials of the 765 queries are already 76,500 runs of the agent
 MAX_TRIALS = 100
+TRIALS_WHY = "each trial runs every query once more (paid requests included); past a few dozen the interval no " \
+             "longer narrows"
 
 
 @dataclass
@@ -44,10 +59,10 @@ class RunConfig:
     tool_root: str | None = None
     groups: list[str] = field(default_factory=list)  # empty: every group of the checkout
     query_ids: list[QueryId] = field(default_factory=list)  # empty: every evaluated query
-    limit: Count | None = None  # at most this many queries per group (in file order)
+    limit: QueryLimit | None = None  # at most this many queries per group (in file order)
     method: str = "CoT@1"
-    max_step: Count = 12  # published numbers use 12; STB code now defaults to 50
-    max_query_count: Count = 200  # DFSDT model-call cap
+    max_step: MaxStep = 12  # published numbers use 12; STB code now defaults to 50
+    max_query_count: MaxQueryCount = 200  # DFSDT model-call cap
     backend: str = "hf"
     model: str | None = None
     base_url: str | list[str] | None = None  # several: endpoints serving the same model (least busy first)
@@ -62,16 +77,16 @@ class RunConfig:
     server: str | list[str] = "embedded"  # /virtual URL(s), or "embedded" (started in-process on a free loopback port)
     simulator: str = "schema"  # embedded server: what answers cache misses
     cache_dir: str | None = None  # embedded server: response cache folder
-    server_rate: Seconds | None = None  # calls per second to the tool server (None: unpaced)
+    server_rate: Rate | None = None  # calls per second to the tool server (None: unpaced)
     server_timeout: Seconds = 120.0  # seconds per tool-server request
-    server_attempts: Count = 3  # tries per tool call for transport faults (timeouts, resets, 5xx, cut bodies)
+    server_attempts: Attempts = 3  # tries per tool call for transport faults (timeouts, resets, 5xx, cut bodies)
     # this many queries in a row ending in infrastructure failures (a dead server or endpoint) and the rest
     # are not started: recorded as failures of that kind, redone by a rerun; 0 never stops
-    stop_after_infra_failures: Annotated[int, Field(ge=0)] = 10
-    max_observation_length: Count = 1024
-    max_tokens: Count = 1024
-    temperature: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 0.0
-    concurrency: Count = 1
+    stop_after_infra_failures: StopAfter = 10
+    max_observation_length: Observation = 1024
+    max_tokens: Tokens = 1024
+    temperature: Temperature = 0.0
+    concurrency: Concurrency = 1
     seed: Seed = 42
     shard: str | None = None  # "i/n": this machine runs every n-th query starting at i (1-based)
     # a name in runners/execution/executors.py's EXECUTORS (threads of this process, ray, or a plug-in): checked
@@ -90,10 +105,10 @@ class RunConfig:
     AGENT_BACKEND = "agent"  # the backend name of a run with --agent (runners/models/outside_agent.py)
     # every query this many times as independent trials (runners/execution/trials.py): trial i in NAME/trial-i/ with
     # seed + i, the seed sent to endpoints that take one; 1: an ordinary run folder, as before
-    trials: Annotated[int, Field(ge=1, le=MAX_TRIALS)] = 1
+    trials: ranged_hint(int, ge=1, le=MAX_TRIALS, why=TRIALS_WHY) = 1
     # set by a set of trials on each of its trial folders' runs (not a user setting): this run is trial i, so its
     # model requests carry its seed
-    trial: Annotated[int, Field(ge=0, le=MAX_TRIALS - 1)] | None = None
+    trial: ranged_hint(int, ge=0, le=MAX_TRIALS - 1, why=TRIALS_WHY) | None = None
 
     def __post_init__(self) -> None:
         # one URL stays a plain string (as flags and config files always gave it); several stay a list

@@ -25,7 +25,8 @@ _RANGE_ERRORS = ("greater_than_equal", "greater_than", "less_than_equal", "less_
                  "string_too_short")
 # flags whose spelling is not --{name with dashes}, and settings that have no flag
 _FLAG_NAMES = {"backend_options": "--backend-option", "dialect_options": "--dialect-option"}
-NO_FLAG = {"compat_flags", "trial"}
+NO_FLAG = {"compat_flags", "trial", "max_observation_length"}  # max_observation_length: a --config file's (1024 is
+# upstream's: comparability); trial: set by a set of trials on its trial folders, not by a user
 
 
 class Problem(typing.NamedTuple):
@@ -125,8 +126,21 @@ def _example(name: str, hint: Any, value: Any, default: Any, examples: dict[str,
     return examples.get(name, default)
 
 
-def _range_problem(name: str, value: Any, error: dict) -> str:
+def top_reason(hint: Any) -> str | None:
+    """Why a range stops where it does: the description of the ``Field`` in ``hint`` (runners/config/limits.py)."""
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) is typing.Annotated:
+        return next((m.description for m in args[1:] if getattr(m, "description", None)), None)
+    return next((why for why in map(top_reason, args) if why), None)
+
+
+def _range_problem(name: str, value: Any, error: dict, why: str | None = None) -> str:
     ctx = error.get("ctx") or {}
+    if error["type"] in ("less_than_equal", "less_than") and why:
+        top = ctx.get("le", ctx.get("lt"))
+        top = int(top) if isinstance(top, float) and top.is_integer() else top  # 86400, not 86400.0
+        word = "at most" if error["type"] == "less_than_equal" else "below"
+        return f"{name} must be {word} {top} (got {shown(value)}): {why}"
     if error["type"] == "greater_than_equal":
         return f"{name} must be at least {ctx['ge']} (got {shown(value)})"
     if error["type"] == "greater_than":
@@ -154,7 +168,7 @@ def check_value(name: str, hint: Any, value: Any, *, default: Any, examples: dic
         name, _example(name, hint, value, default, examples), in_file)
     ranged = next((e for e in errors if e["type"] in _RANGE_ERRORS), None)
     if ranged is not None:
-        return Problem(name, _range_problem(name, value, ranged), fix)
+        return Problem(name, _range_problem(name, value, ranged, top_reason(hint)), fix)
     if any(e["type"] == "literal_error" for e in errors):
         return Problem(name, f"{shown(value)} is not one of the choices", fix)
     # a wrong item inside a list or mapping: name that item

@@ -22,16 +22,28 @@ class StopNow(KeyboardInterrupt):
     in_flight: list[str] = []
 
 
-def notice(in_flight: int) -> str:
-    return (f"tba run: Ctrl-C: starting no more queries; waiting for the {in_flight} in flight to finish so their "
-            f"files are whole. Press Ctrl-C again to stop now (those {in_flight} are then not finished: rerunning "
-            "the same command redoes them).\n")
+def queries(count: int) -> str:
+    """``1 query``, ``2 queries``: a count as a message says it."""
+    return f"{count} {'query' if count == 1 else 'queries'}"
 
 
-def announce(in_flight: int) -> None:
+def speaker(command: str | None) -> str:
+    """Who speaks in a run's messages: the command that started it (``tba eval`` runs one too), from its line."""
+    words = (command or "").split()
+    return " ".join(words[:2]) if len(words) >= 2 and words[0] == "tba" else "tba run"
+
+
+def notice(in_flight: int, who: str = "tba run") -> str:
+    those = "it is" if in_flight == 1 else f"those {in_flight} are"
+    return (f"{who}: Ctrl-C: starting no more queries; waiting for the {queries(in_flight)} in flight to finish so "
+            f"their files are whole. Press Ctrl-C again to stop now ({those} then not finished: rerunning the same "
+            "command redoes them).\n")
+
+
+def announce(in_flight: int, who: str = "tba run") -> None:
     """What the first Ctrl-C waits for. A raw write: a print could land inside a write the handler interrupted."""
     with contextlib.suppress(OSError):
-        os.write(2, notice(in_flight).encode())
+        os.write(2, notice(in_flight, who).encode())
 
 
 class CtrlC:
@@ -39,9 +51,10 @@ class CtrlC:
     queries) and announces ``in_flight()`` queries; ``ctrl_c.pressed`` tells the runner afterwards. The second
     raises StopNow wherever the main thread is."""
 
-    def __init__(self, in_flight: Callable[[], int], on_first: Callable[[], None]):
+    def __init__(self, in_flight: Callable[[], int], on_first: Callable[[], None], who: str = "tba run"):
         self.in_flight = in_flight
         self.on_first = on_first
+        self.who = who  # the command named in the notice (tba eval runs a run too)
         self.pressed = False
         self._previous = None
 
@@ -60,4 +73,4 @@ class CtrlC:
             raise StopNow()
         self.pressed = True
         self.on_first()
-        announce(self.in_flight())
+        announce(self.in_flight(), self.who)

@@ -48,7 +48,7 @@ from ..config import RunConfig
 from ..failures import HARNESS_ERROR, InfraFailure
 from .executors import executor_class, make_executor
 from .identity import QueryIdentity, check_queries
-from .interrupt import CtrlC, StopNow
+from .interrupt import CtrlC, StopNow, queries, speaker
 from .manifest import build_manifest, check_manifest, iso_time
 from .preflight import make_backend, prepare
 from .progress import ProgressTally
@@ -236,8 +236,9 @@ class Runner:
                 except OSError as exc:  # a file in the way, a read-only place: say so before any query runs
                     raise InputError(f"cannot write the run folder ({exc.strerror or exc})", path=self.run_dir,
                                      fix="choose a writable --out-root, or another --name") from None
-                say_before_run(manifest, todo)  # what makes it not comparable, before it starts
-                with CtrlC(lambda: len(self.executor.in_flight()), self._stop_starting) as ctrl_c:
+                say_before_run(manifest, todo, speaker(self.command))  # what makes it not comparable, first
+                with CtrlC(lambda: len(self.executor.in_flight()), self._stop_starting,
+                           speaker(self.command)) as ctrl_c:
                     stream = self.executor.map(self, todo, client)
                     for query, outcome in stream:
                         if outcome is None:  # not started: Ctrl-C came first
@@ -320,8 +321,8 @@ class Runner:
         for the message. Takes no lock: the appends and the worker threads call it."""
         if self.write_failure is None:
             self.write_failure = (Path(path), exc)
-            tqdm.write(f"tba run: {_write_problem(path, exc)}: starting no more queries; waiting for the "
-                       f"{len(self.executor.in_flight())} in flight", file=sys.stderr)
+            tqdm.write(f"{speaker(self.command)}: {_write_problem(path, exc)}: starting no more queries; waiting for "
+                       f"the {queries(len(self.executor.in_flight()))} in flight", file=sys.stderr)
         self.stopping = True
 
     def _files_unwritten(self, query: Query, exc: Exception) -> bool:
@@ -374,8 +375,8 @@ class Runner:
         if limit and self._streak >= limit and self.halt is None:
             self.halt = InfraFailure(failure.kind, f"not started: {self._streak} queries in a row ended in "
                                                    f"infrastructure failures (last: {failure.kind}: {failure.detail})")
-            tqdm.write(f"tba run: {self._streak} queries in a row failed ({failure.kind}): starting no more "
-                       "queries; fix the cause and rerun the same command", file=sys.stderr)
+            tqdm.write(f"{speaker(self.command)}: {queries(self._streak)} in a row failed ({failure.kind}): starting "
+                       "no more queries; fix the cause and rerun the same command", file=sys.stderr)
 
     def record_outcome(self, stats: dict, failure: InfraFailure | None) -> None:
         """queries.jsonl gets every query's line; errors.jsonl every infrastructure failure's."""

@@ -167,12 +167,13 @@ def measured_coverage(cfg) -> ToolCoverage | None:
                      "no description for that tool)")
 
 
-def say_before_run(manifest: dict, todo: list) -> None:
+def say_before_run(manifest: dict, todo: list, who: str = "tba run") -> None:
     """Before the first query of a session with queries to run: what makes its setup not the leaderboard's, in
-    one line on stderr (comparability.run_notice), and the run goes on."""
+    one line on stderr (comparability.run_notice), and the run goes on. ``who``: the command speaking (tba eval
+    runs a run too)."""
     notice = run_notice(manifest.get(FIELD))
     if notice and todo:
-        tqdm.write(f"tba run: {notice}", file=sys.stderr)
+        tqdm.write(f"{who}: {notice}", file=sys.stderr)
 
 
 def setup_facts(cfg, previous: dict | None, session: dict | None = None, *, agent: dict | None = None,

@@ -58,9 +58,9 @@ from toolbench_adapter.structured.describe import row_name
 from ..config import RunConfig, select_queries
 from ..execution.runlock import RunFolderLock, describe, live_holder
 
+# flags only: under make, the CLI names the make variable of each (runners/cli/make_hints.py)
 SELF_JUDGE_FIX = ("pass a judge of its own: --judge-url URL --judge-model NAME (its key: --judge-api-key or "
-                  "OPENAI_API_KEY; with make: JUDGE_URL=... JUDGE_MODEL=...), or --judge-self (make: JUDGE=self) to "
-                  "let the model judge itself, marked self-judged in every table")
+                  "OPENAI_API_KEY), or --judge-self to let the model judge itself, marked self-judged in every table")
 
 
 @dataclass

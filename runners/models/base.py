@@ -19,6 +19,17 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from toolbench_adapter.errors import OptionError
+from toolbench_adapter.net.limits import (
+    ATTEMPTS_WHY,
+    MAX_ATTEMPTS,
+    MAX_RATE_PER_S,
+    MAX_SECONDS,
+    MAX_WAIT_S,
+    RATE_WHY,
+    SECONDS_WHY,
+    WAIT_WHY,
+    number_problem,
+)
 from toolbench_adapter.registry import Registry
 
 
@@ -108,15 +119,41 @@ class Backend(Protocol):
 BACKENDS: Registry[type] = Registry("backends")
 
 
+_TOKENS = {"le": 1_000_000, "why": "more tokens than any served model's context holds", "ge": 1}
+# each numeric backend option's range and the top's reason (toolbench_adapter/net/limits.py: the request ones),
+# checked where the backend reads it, so a config file's option and --backend-option alike end at exit 2
+OPTION_RANGES: dict[str, dict[str, Any]] = {
+    "timeout": {"gt": 0, "le": MAX_SECONDS, "why": SECONDS_WHY},
+    "retries": {"ge": 0, "le": MAX_ATTEMPTS, "why": ATTEMPTS_WHY},
+    "backoff": {"ge": 0, "le": MAX_WAIT_S, "why": WAIT_WHY},
+    "backoff_max": {"ge": 0, "le": MAX_WAIT_S, "why": WAIT_WHY},
+    "rate_per_s": {"gt": 0, "le": MAX_RATE_PER_S, "why": RATE_WHY},
+    "delay_s": {"ge": 0, "le": MAX_WAIT_S, "why": "a scripted reply's delay: past an hour it is a hang"},
+    "threads": {"ge": 1, "le": 1_024, "why": "torch threads for one local model: past 1,024 no machine has the cores"},
+    "answer_rate": {"ge": 0, "le": 1, "why": "a probability"},
+    "prompt_token_limit": _TOKENS, "truncate_prompt_tokens": _TOKENS, "context_tokens": _TOKENS,
+}
+OPTION_EXAMPLES = {"timeout": 600, "retries": 3, "backoff": 1, "backoff_max": 30, "rate_per_s": 6, "delay_s": 0.1,
+                   "threads": 4, "prompt_token_limit": 4096, "truncate_prompt_tokens": 7168, "context_tokens": 8192}
+
+
 def backend_option(name: str, value: Any, kind: type = float) -> Any:
-    """A constructor option as a number: CLI options (--backend-option KEY=VALUE) arrive as strings."""
-    if value is None or isinstance(value, kind):
+    """A constructor option as a number within its range (OPTION_RANGES): CLI options (--backend-option
+    KEY=VALUE) arrive as strings. OptionError (exit 2) naming the option, its range and why otherwise."""
+    if value is None:
         return value
-    try:
-        return kind(value)
-    except (TypeError, ValueError) as exc:  # an OptionError: a caller that read a config file names it
-        raise OptionError(f"backend option {name}={value!r} is not a{'n integer' if kind is int else ' number'}",
-                          setting="backend_options", key=name, example=3) from exc
+    if not isinstance(value, kind) or isinstance(value, bool):
+        try:
+            value = kind(value)
+        except (TypeError, ValueError, OverflowError) as exc:  # an OptionError: a caller that read a config file names it
+            raise OptionError(f"backend option {name}={value!r} is not a{'n integer' if kind is int else ' number'}",
+                              setting="backend_options", key=name, example=OPTION_EXAMPLES.get(name, 3)) from exc
+    bounds = OPTION_RANGES.get(name)
+    problem = number_problem(name, value, whole=kind is int, **bounds) if bounds else None
+    if problem is not None:
+        raise OptionError(f"backend option {problem}", setting="backend_options", key=name,
+                          example=OPTION_EXAMPLES.get(name, 3))
+    return value
 
 
 def reject_unknown_options(backend_class: type, unknown: dict) -> None:

@@ -115,10 +115,9 @@ class OpenAIEndpoint:
         self.limiter = shared_limiter(self.base_urls[0], self.rate_per_s)
         if self.api_key is None:
             self.api_key = os.environ.get("OPENAI_API_KEY")
-        for name in ("retries", "backoff", "backoff_max"):
-            if getattr(self, name) < 0:
-                raise OptionError(f"{name}={getattr(self, name)} is negative", setting="backend_options", key=name,
-                                  example=3)
+        if self.backoff > self.backoff_max:  # the first wait above the longest one: one of the two is a typo
+            raise OptionError(f"backoff={self.backoff:g} is above backoff_max={self.backoff_max:g}",
+                              setting="backend_options", key="backoff", example=min(self.backoff, self.backoff_max))
         policy = RetryPolicy(attempts=self.retries + 1, backoff_s=self.backoff, backoff_max_s=self.backoff_max)
         # connecting should take seconds even when generating takes minutes
         self.transport = HttpTransport.over(self.base_urls, lambda url: shared_limiter(url, self.rate_per_s),

@@ -124,10 +124,7 @@ class ScriptedBackend:
         if script is not None:
             self.natural_dialect = natural_dialect
             self.text_dialect = None
-        self.delay_s = backend_option("delay_s", delay_s)
-        if self.delay_s < 0:
-            raise OptionError(f"delay_s={self.delay_s} is negative", setting="backend_options", key="delay_s",
-                              example=0.1)
+        self.delay_s = backend_option("delay_s", delay_s)  # its range: base.OPTION_RANGES
         self.model_name = model
         self.requests: list[ModelRequest] = []
         self._lock = threading.Lock()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from toolbench_adapter.evaluation.judging.passrate import cost_line
+
 from ..config.call_bound import calls_per_query
 from .endpoints import max_in_flight, model_urls
 from .scheduler import CellPlan
@@ -35,6 +37,20 @@ def print_plan(spec: Spec, sweep_dir: Path, plans: list[CellPlan], state: SweepS
         where = ", ".join(judge.urls) or judge.recipe.backend
         print(f"judge {judge.label}: {judge.recipe.model or judge.recipe.backend} @ {where}, "
               f"x{judge.options['evaluate_times']} per answer")
+    for line in judge_cost_lines(plans):
+        print(line)
+
+
+def judge_cost_lines(plans: list[CellPlan]) -> list[str]:
+    """Per judge, the requests the sweep's numbers multiply to (every cell's query runs x its repeats), printed
+    before any cell runs (issue 41)."""
+    answers = sum(plan.queries for plan in plans)
+    lines = []
+    for judge in plans[0].judges if plans else []:
+        times = judge.options["evaluate_times"]
+        lines.append(f"judge {judge.label}: " + cost_line(answers * times, f"{answers:,} answers at most ({len(plans)} "
+                                                          f"cells' query runs) x {times} repeats"))
+    return lines
 
 
 def pilot_points(pilot: str | Path, spec: Spec) -> tuple[dict[str, dict], str]:

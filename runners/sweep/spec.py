@@ -27,6 +27,7 @@ from typing import Any
 
 from toolbench_adapter.errors import InputError
 from toolbench_adapter.files.input_files import read_yaml
+from toolbench_adapter.net.limits import CONCURRENCY_WHY, MAX_CONCURRENCY, MAX_RATE_PER_S, RATE_WHY, number_problem
 from toolbench_adapter.queryset.query_identity import canonical_sha256
 from toolbench_adapter.registry import UnknownNameError
 
@@ -42,7 +43,7 @@ JUDGE_KEYS = {"backend": "--judge-backend", "model": "--judge-model", "url": "--
               "concurrency": "--concurrency"}
 ENDPOINT_KEYS = ("max_in_flight", "rate_per_s")
 DEFAULT_MAX_IN_FLIGHT = 8  # an endpoint the spec's endpoints: does not list
-MAX_CELLS = 1000
+MAX_CELLS = 1000  # runners/config/limits.py's MAX_CELLS (--max-cells) is the same number
 CELL_SEPARATOR = "__"
 EXAMPLE = "axes: {method: [\"CoT@1\", \"DFS_woFilter_w2\"]}"
 
@@ -226,7 +227,7 @@ def check_settings(settings: dict, path: Path, key: str, scalar: bool = False) -
                 registry.get(value)
             except UnknownNameError as exc:
                 raise InputError(str(exc), path=path, field=key if scalar else f"{key}.{name}",
-                                 fix=f"write one of the known {name}s (tba {name}s --help may list them)") from None
+                                 fix=f"write one of the known {name}s: {', '.join(registry.names())}") from None
     if settings.get("config"):  # "" (--config= on the command line): none
         config_file(settings["config"], path, key)
 
@@ -363,6 +364,10 @@ def read_endpoints(value: Any, path: Path) -> dict[str, dict[str, Any]]:
             if isinstance(number, bool) or not isinstance(number, int if whole else (int, float)) or number <= 0:
                 raise InputError(f"{key} must be a positive {'whole ' if whole else ''}number, got {number!r}",
                                  path=path, field=f"{where}.{key}", fix=f"write {key}: 4")
+            top, why = (MAX_CONCURRENCY, CONCURRENCY_WHY) if whole else (MAX_RATE_PER_S, RATE_WHY)
+            problem = number_problem(key, number, gt=0, le=top, why=why)
+            if problem is not None:
+                raise InputError(problem, path=path, field=f"{where}.{key}", fix=f"write {key}: 4")
         endpoints[str(url).rstrip("/")] = dict(limits)
     return endpoints
 

@@ -79,14 +79,17 @@ class _CompletionsKwargs(BaseModel):
     keys (upstream's model, timeout, ...) are read by nothing here and pass."""
 
     model_config = ConfigDict(extra="allow")
-    temperature: Annotated[float, Field(strict=True, ge=0, allow_inf_nan=False)] | None = None
-    max_tokens: Annotated[int, Field(strict=True, ge=1)] | None = None
+    # the tops (issue 41): the same as --temperature's and --judge-max-tokens' (runners/config/limits.py)
+    temperature: Annotated[float, Field(strict=True, ge=0, le=10, allow_inf_nan=False)] | None = None
+    max_tokens: Annotated[int, Field(strict=True, ge=1, le=100_000)] | None = None
     functions: Annotated[list[_Function], Field(strict=True)] = []
 
 
 # what each checked key takes, and a value that would do (upstream's own)
-_KWARGS_FIX = {"temperature": ("a number of at least 0", "temperature: 0.2"),
-               "max_tokens": ("a whole number of at least 1", "max_tokens: 1000"),
+_KWARGS_FIX = {"temperature": ("a number of at least 0 and at most 10 (OpenAI's API takes at most 2; far below 10 "
+                               "sampling is all but uniform noise)", "temperature: 0.2"),
+               "max_tokens": ("a whole number of at least 1 and at most 100000 (a verdict is a few dozen tokens)",
+                              "max_tokens: 1000"),
                "functions": ("a list of function objects, each with a name",
                              "- name: check_answer_status, with its description and parameters, as "
                              "toolbench_adapter/evaluation/evaluators/default/config.yaml writes them")}

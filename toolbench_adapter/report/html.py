@@ -149,8 +149,28 @@ def _evaluation_payload(run: RunData) -> dict | None:
     return {"id": chosen.id, "status": chosen.status, "judge": chosen.judge, "why": why,
             "model": (chosen.data.get("judge") or {}).get("model"),
             "selfJudged": chosen.self_judged or any(is_self_judged_label(judge) for judge in run.judges),
+            "selfJudgedHow": self_judged_how(chosen.data),
             "count": len(run.evaluations), "laterFailed": later,
             "others": [r.summary() for r in run.evaluations if r is not chosen]}
+
+
+def self_judged_how(evaluation: dict) -> str:
+    """What the user did that made the run's own model its judge, from the evaluation's record (its command and
+    judge): the banner used to cite --judge-self to someone who never passed it (make eval JUDGE=self passes
+    --judge self; the offline default's local judge runs the run's own weights unasked)."""
+    command = str(evaluation.get("command") or "")
+    words = command.split()
+    judge = evaluation.get("judge") or {}
+    if "--judge-self" in words:
+        return f"asked for with --judge-self: {command}"
+    if "self" in words and "--judge" in words and words.index("--judge") + 1 < len(words) and \
+            words[words.index("--judge") + 1] == "self":
+        return f"asked for with JUDGE=self (make) or --judge self: {command}"
+    if judge.get("note"):
+        return f"the local judge {judge.get('model') or ''} runs the same weights as the run's model, unasked: " \
+               f"{judge.get('note')}".replace("  ", " ")
+    return "the judge serves the run's own model (the same name, or the same weights under another name)" + (
+        f": {command}" if command else "")
 
 
 def _taxonomy(run: RunData) -> tuple[dict, dict, dict, dict]:

@@ -93,16 +93,63 @@ class Comparison:
         """Parsers that read no call from any output: folded into one line in what people read."""
         return [name for name in self.parsers if not self.stats[name].read_call]
 
-    def disagreements(self) -> list[int]:
-        """Outputs where the matching parsers do not all give the same calls (among those that apply to it):
-        exactly the outputs where some pair of the agreement matrix differs."""
-        names = self.matching_parsers()
+    def disagreements(self, names: list[str] | None = None) -> list[int]:
+        """Outputs where the matching parsers (or ``names``) do not all give the same calls (among those that
+        apply to it): exactly the outputs where some pair of the agreement matrix differs."""
+        names = self.matching_parsers() if names is None else names
         indexes = []
         for index in range(len(self.outputs)):
             keys = {self.call_key(name, index) for name in names} - {None}
             if len(keys) > 1:
                 indexes.append(index)
         return indexes
+
+
+    def stray_parsers(self) -> list[str]:
+        """Matching parsers that read a call from under a tenth as many outputs as the parser that reads most: a
+        format these outputs are not in, read by chance (fenced-json on one ReAct output). Beside them every
+        output "disagrees", so the headline counts the others apart (disagreement_line)."""
+        most = max((self.stats[name].read_call for name in self.matching_parsers()), default=0)
+        return [name for name in self.matching_parsers() if self.stats[name].read_call * 10 < most]
+
+
+def disagreement_line(result: Comparison) -> str:
+    """The disagreements headline, and what it is made of when a stray parser (stray_parsers) is among the
+    compared: "123 of 123" said nothing when fenced-json had read one call from 123 ReAct outputs."""
+    total, matching = len(result.outputs), result.matching_parsers()
+    line = (f"disagreements: {len(result.disagreements())} of {total} outputs ({', '.join(matching)}; "
+            "agreement.csv has each pair)")
+    said = [text for text in (stray_text(result), closest_pair(result)) if text]
+    return f"{line}: {'; '.join(said)}" if said else line
+
+
+def stray_text(result: Comparison) -> str | None:
+    """Which disagreements a stray parser alone makes, and the count without it; None without one."""
+    total, matching, stray = len(result.outputs), result.matching_parsers(), result.stray_parsers()
+    count = len(result.disagreements())
+    if not stray or not count:
+        return None
+    core = [name for name in matching if name not in stray]
+    which = " and ".join(stray)
+    reads = " and ".join(str(result.stats[name].read_call) for name in stray)
+    text = (f"{which} found a call in {reads} of the {total} outputs only (a format these outputs are not in), so "
+            f"{'they read' if len(stray) > 1 else 'it reads'} no call where the others do")
+    if len(core) > 1:
+        core_count = len(result.disagreements(core))
+        text += (f"; without {which}, {', '.join(core)} disagree on {core_count} of {total} outputs "
+                 f"({count - core_count} of the {count} are {which}'s alone)")
+    return text
+
+
+def closest_pair(result: Comparison) -> str | None:
+    """The two compared parsers (stray ones left out) that give the same calls most often, in words."""
+    names = [name for name in result.matching_parsers() if name not in result.stray_parsers()]
+    matrix = result.agreement()
+    pairs = [(matrix[(a, b)], a, b) for i, a in enumerate(names) for b in names[i + 1:] if matrix[(a, b)][1]]
+    if not pairs:
+        return None
+    (same, both), a, b = max(pairs, key=lambda pair: (pair[0][0] / pair[0][1], pair[0][1]))
+    return f"most alike: {a} and {b}, the same calls on {same} of the {both} outputs where either read one"
 
 
 @dataclass
@@ -349,6 +396,9 @@ def summary_markdown(result: Comparison, inputs: list[str]) -> str:
             f"Outputs where the parsers of the agreement matrix ({', '.join(matching) or 'none'}) do not all "
             "give the same calls; parsers that read no call here are left out. All of them are in "
             "`disagreements.jsonl`; the first few:", ""]
+    said = [text for text in (stray_text(result), closest_pair(result)) if text]
+    if said:  # before the examples: what the count is made of
+        out[-2:-2] = ["; ".join(said) + ".", ""]
     # the most divided outputs first: where every matching parser reads something different
     spread = {i: len({result.call_key(n, i) for n in matching} - {None}) for i in disagreements}
     for index in sorted(disagreements, key=lambda i: -spread[i])[:MARKDOWN_DISAGREEMENTS]:

@@ -6,7 +6,7 @@ import argparse
 import os
 import shlex
 
-from ..ranges import COUNT, SECONDS, bounded
+from ..ranges import ATTEMPTS, SECONDS, WAIT_SECONDS
 
 
 def add_stb_root(parser: argparse.ArgumentParser) -> None:
@@ -66,7 +66,7 @@ def add_judge_flags(parser: argparse.ArgumentParser, *, evaluator_help: str, pre
     parser.add_argument("--evaluator", default="default", help=evaluator_help)
     parser.add_argument("--evaluators-dir", action="append", default=[], metavar="DIR",
                         help="where to look up evaluator names, e.g. <stb>/toolbench/tooleval/evaluators")
-    parser.add_argument("--attempts", type=COUNT, default=3,
+    parser.add_argument("--attempts", type=ATTEMPTS, default=3,
                         help="requests per verdict when the judge answers malformed (default 3)")
     add_judge_option(parser)
     parser.add_argument("--cache", default="results/cache/judge.jsonl", metavar="FILE",
@@ -81,9 +81,10 @@ def add_judge_flags(parser: argparse.ArgumentParser, *, evaluator_help: str, pre
 
 
 JUDGE_FAILURES_EXIT = 3  # judgements failed: counted, not scored; the same command redoes them
-JUDGE_OPTION_RANGES = {"retries": COUNT, "wait_min": bounded(float, ge=0), "wait_max": bounded(float, ge=0),
+JUDGE_OPTION_RANGES = {"retries": ATTEMPTS, "wait_min": WAIT_SECONDS, "wait_max": WAIT_SECONDS,
                        "timeout": SECONDS}  # the same ranges as the flags (--attempts, --judge-timeout)
 JUDGE_OPTION_EXAMPLES = {"retries": 3, "wait_min": 1, "wait_max": 10, "timeout": 60}
+
 
 
 def add_judge_option(parser: argparse.ArgumentParser) -> None:
@@ -110,6 +111,14 @@ def judge_client_options(args: argparse.Namespace) -> dict:
             raise InputError(f"judge option {key}={value}: {exc.problem}", field="--judge-option",
                              fix=f"write {ranged.words()}, e.g. --judge-option {key}={JUDGE_OPTION_EXAMPLES[key]}"
                              ) from None
+    from toolbench_adapter.evaluation.judging.chat import WAIT_MAX_S, WAIT_MIN_S
+
+    low, high = options.get("wait_min", WAIT_MIN_S), options.get("wait_max", WAIT_MAX_S)
+    if low > high:  # the backoff would start above its own cap: one of the two is a typo
+        raise InputError(f"judge options wait_min={low:g} and wait_max={high:g}: the first wait is above the "
+                         "longest one", field="--judge-option",
+                         fix=f"give wait_min at most wait_max, e.g. --judge-option wait_min={min(low, high):g} "
+                         f"--judge-option wait_max={max(low, high):g}")
     return options
 
 

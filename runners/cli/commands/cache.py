@@ -13,7 +13,7 @@ Queries not in StableToolBench's set are read from --queries or from the answer 
 function list); such a query has no category, so its calls are keyed under answer_{digest of the file}, the
 same key `tba replay` uses. Only observations that replay byte for byte are cached. Observations stored cut at 1024 characters are
 rebuilt (open strings and brackets closed) when cutting the rebuilt answer again gives the same bytes; they
-are exact at the default --max-observation-length only, and counted as reconstructed_truncated. Finish,
+are exact at the default max_observation_length (1024, a run config's setting) only, and counted as reconstructed_truncated. Finish,
 status-1 calls and client-made errors are skipped and counted. Build one cache per run: two runs
 that recorded different answers for the same call conflict (the first read wins; the count is printed).
 

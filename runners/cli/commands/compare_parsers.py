@@ -116,6 +116,7 @@ def run_on_outputs(args) -> int:
     from toolbench_adapter.report.parser_corpus import read_outputs
     from toolbench_adapter.report.parsers import (
         compare_parsers,
+        disagreement_line,
         inapplicable_line,
         live_checks,
         resolve_parser_names,
@@ -141,8 +142,7 @@ def run_on_outputs(args) -> int:
     if result.inapplicable_parsers():
         print(inapplicable_line(result))
     if len(result.matching_parsers()) > 1:  # the count summary.md heads its disagreements with
-        print(f"disagreements: {len(result.disagreements())} of {len(outputs)} outputs "
-              f"({', '.join(result.matching_parsers())}; agreement.csv has each pair)")
+        print(disagreement_line(result))
     for check in live_checks(result):
         print(check.line())
     print(f"wrote {len(written)} files to {args.out}")

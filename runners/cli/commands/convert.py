@@ -10,7 +10,7 @@ from toolbench_adapter.answers.convert import ORDERS, Refused, convert_folder, m
 from toolbench_adapter.errors import InputError
 from toolbench_adapter.files.fileio import check_output_file, write_json_atomic
 
-from ..ranges import NOT_NEGATIVE, SEED
+from ..ranges import INDENT, SEED
 
 HELP = """\
 Convert the raw answer files of one group folder ({qid}_{method}.json, both message styles) into the
@@ -44,7 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--order-from", metavar="FILE", default=None,
                         help="process files in the key order of this (upstream) converted file")
     parser.add_argument("--seed", type=SEED, default=42, help="converter RNG seed (upstream: 42)")
-    parser.add_argument("--indent", type=NOT_NEGATIVE, default=None,
+    parser.add_argument("--indent", type=INDENT, default=None,
                         help="JSON indent (default: none, as the released converted files; upstream HEAD uses 2)")
     parser.set_defaults(func=run)
 

@@ -23,7 +23,7 @@ the same command redoes them) or judgements failed."""
 def register(subparsers) -> None:
     import argparse
 
-    from ..ranges import COUNT
+    from ..ranges import CONCURRENCY
     from .evaluate import add_judge_arguments
     from .run import add_run_arguments
 
@@ -31,7 +31,7 @@ def register(subparsers) -> None:
                               description=HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_run_arguments(p, fanout=False)
     add_judge_arguments(p)
-    p.add_argument("--judge-concurrency", type=COUNT, default=4, help="judge requests in flight (default 4)")
+    p.add_argument("--judge-concurrency", type=CONCURRENCY, default=4, help="judge requests in flight (default 4)")
     p.add_argument("--judge-cache", default="results/cache/judge.jsonl",
                    help="judgement cache file (default results/cache/judge.jsonl)")
     p.add_argument("--check-only", action="store_true",
@@ -40,10 +40,17 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    import sys
+
+    from toolbench_adapter.evaluation.judging.passrate import cost_line
+
     from . import evaluate
     from . import run as run_command
 
-    cfg, evaluate_args, summary = check(args)
+    cfg, evaluate_args, summary, queries = check(args)
+    # what the judge's numbers multiply to, before anything runs (tba evaluate says it again with the answers)
+    print(cost_line(queries * args.evaluate_times, f"{queries:,} query runs x {args.evaluate_times} repeats "
+                    "(--evaluate-times), after the run"), file=sys.stderr, flush=True)
     if args.check_only:
         print(f"tba eval: every check passed ({summary}); nothing loaded, nothing run")
         return 0
@@ -90,8 +97,11 @@ def check(args):
     UnknownNameError (exit 2) at the first that fails. The order is the cost of finding out: flags, names, files."""
     import argparse
 
+    from toolbench_adapter.errors import InputError
     from toolbench_adapter.evaluation.cache import check_cache_path
+    from toolbench_adapter.evaluation.evaluator import load_evaluator
     from toolbench_adapter.evaluation.judging.chat import CHAT_CLIENTS
+    from toolbench_adapter.evaluation.judging.judge import constrained_mode
     from toolbench_adapter.files.fileio import check_writable
 
     from ...judging.evaluate import check_self_judging
@@ -121,6 +131,13 @@ def check(args):
     check_self_judging(planned, judge_model, judge_self=args.judge_self,
                        pipeline_check=args.judge_backend == "hf" and not judge_model)  # the local 135M judge
     judge_client_options(evaluate_args)
+    load_evaluator(args.evaluator, [args.evaluators_dir] if args.evaluators_dir else [])  # its file, read now
+    if args.judge_constrain and args.judge_mode == "tools":
+        constrained_mode(None, "tools")  # raises: the forced tool call and a JSON grammar do not go together
+    if args.judge_backend == "hf" and args.judge_mode == "tools":
+        raise InputError("--judge-mode tools with --judge-backend hf: the local judge takes no tools (it answers "
+                         "in text)", field="--judge-mode", fix="leave --judge-mode out (auto: json for a local "
+                         "judge), or pass --judge-mode json")
     check_writable(cfg.run_dir)
     check_cache_path(args.judge_cache)
     if args.prices:  # a price file with a mistake: exit 2 now, not after the run
@@ -137,7 +154,9 @@ def check(args):
         options = {"timeout": args.judge_timeout} if args.judge_timeout else {}
         client = ChatRecipe("openai", judge_model, urls, args.judge_api_key, options).build()
         check_served(client, warn=lambda line: print(line, file=sys.stderr))
+        if args.judge_constrain:  # --judge-constrain needs a judge that takes structured outputs: asked now
+            constrained_mode(client, args.judge_mode)
     summary = (f"backend {cfg.backend}, {len(queries)} queries"
                f"{f' x {cfg.trials} trials' if cfg.trials > 1 else ''}, judge {args.judge_backend}"
                f"{' ' + judge_model if judge_model else ''}{' (self)' if args.judge_self else ''}")
-    return cfg, evaluate_args, summary
+    return cfg, evaluate_args, summary, len(queries) * cfg.trials  # the answers the judge will see

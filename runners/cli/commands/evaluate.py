@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..ranges import COUNT, SECONDS
+from ..ranges import CONCURRENCY, JUDGE_TOKENS, REPEATS, SECONDS
 
 HELP = """\
 Turns a run folder into its leaderboard row: converts every group's answer files (StableToolBench's
@@ -53,7 +53,7 @@ def register(subparsers) -> None:
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("run_dir", help="a folder written by tba run")
     add_judge_arguments(p)
-    p.add_argument("--concurrency", type=COUNT, default=4, help="judge requests in flight (default 4)")
+    p.add_argument("--concurrency", type=CONCURRENCY, default=4, help="judge requests in flight (default 4)")
     p.add_argument("--executor", choices=("threads", "ray"), default="threads",
                    help="threads of this process (default) or ray: judge request batches as tasks of a Ray "
                    "cluster (pip install -e '.[ray]')")
@@ -87,13 +87,13 @@ def add_judge_arguments(p) -> None:
                    help="openai judge on vLLM/SGLang: start the verdict for the model (continue_final_message); "
                    "helps small served models answer in JSON. Always on for the hf judge")
     add_judge_constrain(p)
-    p.add_argument("--judge-max-tokens", type=COUNT, default=None,
+    p.add_argument("--judge-max-tokens", type=JUDGE_TOKENS, default=None,
                    help="verdict token budget (default: the evaluator's config, 1000 for the project's own)")
     p.add_argument("--judge-timeout", type=SECONDS, default=None, help="seconds per judge request (openai; default 60)")
     add_judge_option(p)
     p.add_argument("--evaluator", default=None, help="evaluator folder or name (default: the project's own)")
     p.add_argument("--evaluators-dir", default=None, help="where evaluator names are looked up")
-    p.add_argument("--evaluate-times", type=COUNT, default=3, help="independent judgements per query (default 3)")
+    p.add_argument("--evaluate-times", type=REPEATS, default=3, help="independent judgements per query (default 3)")
     p.add_argument("--model-label", default=None, help="row name in the tables (default: the run's name)")
     p.add_argument("--prices", default=None, metavar="FILE",
                    help="prices per model per million input and output tokens (YAML: models: {NAME: {input: N, "
@@ -106,6 +106,7 @@ def add_judge_arguments(p) -> None:
 
 
 def run(args) -> int:
+    import sys
     from pathlib import Path
 
     from toolbench_adapter.evaluation.cache import check_cache_path
@@ -114,9 +115,10 @@ def run(args) -> int:
 
     from ...judging.evaluate import check_run, evaluate_run, read_manifest
     from ...judging.judge_ray import RayJudgeExecutor
-    from ._common import redo_command
+    from ._common import judge_client_options, redo_command
 
     args.judge_self = args.judge_self or args.judge == "self"
+    judge_client_options(args)  # every judge number in range before the run folder is read
     if is_trial_set(args.run_dir):
         return run_set(args)
     checked = check_run(args.run_dir, args.score_anyway)  # refuse before a judge is loaded or asked (read once)
@@ -126,6 +128,7 @@ def run(args) -> int:
     executor = RayJudgeExecutor(chat, args.concurrency, args.ray_address) if args.executor == "ray" else None
     client = chat.build()
     redo = redo_command(args, ["evaluate", args.run_dir])
+    print(judge_cost(Path(args.run_dir), checked[0], args.evaluate_times), file=sys.stderr, flush=True)
     try:
         result = evaluate_run(args.run_dir, client, evaluator=args.evaluator, evaluators_dir=args.evaluators_dir,
                               max_tokens=args.judge_max_tokens, mode=args.judge_mode,
@@ -142,6 +145,7 @@ def run(args) -> int:
 
 def run_set(args) -> int:
     """tba evaluate on a set of trials: every trial checked, then judged, then the set's figures and tables."""
+    import sys
     from pathlib import Path
 
     from toolbench_adapter.evaluation.cache import check_cache_path
@@ -159,6 +163,9 @@ def run_set(args) -> int:
     executor = RayJudgeExecutor(chat, args.concurrency, args.ray_address) if args.executor == "ray" else None
     client = chat.build()
     redo = redo_command(args, ["evaluate", args.run_dir])
+    print(cost_line(sum(_answers(folder, groups) for folder, (groups, _notes) in zip(checked[0], checked[1],
+                                                                                     strict=True)),
+                    args.evaluate_times, f"the {len(checked[0])} trials' answers"), file=sys.stderr, flush=True)
     try:
         result = evaluate_trials(args.run_dir, client, evaluator=args.evaluator, evaluators_dir=args.evaluators_dir,
                                  max_tokens=args.judge_max_tokens, mode=args.judge_mode,
@@ -197,6 +204,24 @@ def print_result(result, redo: str) -> int:
     return 0
 
 
+def judge_cost(run_dir, groups: list[str], evaluate_times: int) -> str:
+    """The cost line before the judging (passrate.cost_line): the run's answer files x --evaluate-times."""
+    return cost_line(_answers(run_dir, groups), evaluate_times, "answers")
+
+
+def cost_line(answers: int, evaluate_times: int, what: str) -> str:
+    from toolbench_adapter.evaluation.judging import passrate
+
+    return passrate.cost_line(answers * evaluate_times, f"{answers:,} {what} x {evaluate_times} repeats "
+                              "(--evaluate-times)")
+
+
+def _answers(run_dir, groups: list[str]) -> int:
+    from pathlib import Path
+
+    return sum(1 for group in groups for _ in (Path(run_dir) / group).glob("*.json"))
+
+
 def chat_recipe(args, manifest: dict):
     """How to build the judge's chat client from the judge flags, for the run of ``manifest`` (--judge-self: its
     own model and endpoints)."""
@@ -216,7 +241,9 @@ def chat_recipe(args, manifest: dict):
 def judge_target(args, manifest: dict) -> tuple[str | None, list[str] | None]:
     """(judge model, judge URLs). --judge-self: the run's own model and endpoints unless given. Without a judge
     URL the openai judge has nowhere to go: exit 2 naming the flags (a served model never judges itself by
-    default)."""
+    default). An hf judge is checked here too (no URL; a model that is a local folder), so tba eval refuses a
+    judge it cannot build before the run's model loads. Each fix names what works for this run: a run of a local
+    model (make eval's) can be judged as make eval judges it, --judge-backend hf."""
     from toolbench_adapter.errors import InputError
     from toolbench_adapter.evaluation.evaluations import run_endpoints_of, run_model_of
 
@@ -224,16 +251,65 @@ def judge_target(args, manifest: dict) -> tuple[str | None, list[str] | None]:
     from ._common import judge_model_from_args, judge_urls
 
     urls = judge_urls(args)
+    if args.judge_backend == "hf":
+        check_local_judge(args, manifest)
     if args.judge_self:
         if args.judge_backend != "openai":
             return args.judge_model or (manifest.get("config") or {}).get("model"), urls
         urls = urls or run_endpoints_of(manifest)
         if not urls:
+            local = manifest.get("backend") == "hf"
             raise InputError(f"--judge-self: the run asked no model endpoint (backend {manifest.get('backend')}), "
                              "so its model cannot judge through one", field="--judge-self",
-                             fix="pass --judge-url with an endpoint serving the run's model, or a judge of its own")
+                             fix="its model is local: let it judge in this process, --judge-backend hf --judge-self "
+                             "(every table says self-judged)" if local else
+                             f"its model serves no endpoint: pass a judge of its own, {OWN_JUDGE}, or the local "
+                             f"model as judge, --judge-backend hf ({PIPELINE_CHECK_WORDS})")
         return args.judge_model or run_model_of(manifest), urls
     if args.judge_backend == "openai" and not urls:
         raise InputError("no judge given: the openai judge needs --judge-url (or $TBA_JUDGE_URL); a run's model never "
-                         "judges its own answers unless asked", field="--judge-url", fix=SELF_JUDGE_FIX)
+                         "judges its own answers unless asked", field="--judge-url", fix=no_judge_fix(manifest,
+                                                                                                      SELF_JUDGE_FIX))
     return judge_model_from_args(args), urls
+
+
+OWN_JUDGE = "--judge-url URL --judge-model NAME (its key: --judge-api-key or OPENAI_API_KEY)"
+PIPELINE_CHECK_WORDS = "SmolLM2-135M, as make eval judges: it checks the pipeline, not the model, and every table " \
+                       "says so"
+
+
+def no_judge_fix(manifest: dict, served_fix: str) -> str:
+    """What to pass when no judge is given, for this run: a served model's run can also judge itself
+    (``served_fix``); a local model's run (make eval's) or one that asked no endpoint cannot, through a URL."""
+    from toolbench_adapter.evaluation.evaluations import run_endpoints_of
+
+    if run_endpoints_of(manifest):
+        return served_fix
+    if manifest.get("backend") == "hf":
+        return (f"judge it as make eval does, --judge-backend hf (the local {PIPELINE_CHECK_WORDS}), or with its own "
+                f"local model, --judge-backend hf --judge-self, or pass a judge of its own: {OWN_JUDGE}")
+    return f"pass a judge of its own: {OWN_JUDGE}, or the local model as judge: --judge-backend hf ({PIPELINE_CHECK_WORDS})"
+
+
+def check_local_judge(args, manifest: dict) -> None:
+    """An hf judge takes no URL and judges with a local model folder (or .gguf file): a served model's name
+    (gpt-4o) is refused now, naming --judge-model, not after the run (field 'model': ... is not a local model
+    folder, once the run's model had run)."""
+    from toolbench_adapter.errors import InputError
+
+    from ...models.local_model import resolve
+
+    if getattr(args, "judge_url", None):
+        raise InputError("--judge-url is given, but --judge-backend hf judges with a local model in this process: "
+                         "the URL would be ignored", field="--judge-backend",
+                         fix="pass --judge-backend openai to judge at that URL (with --judge-model, the name it "
+                         "serves), or leave --judge-url out for a local judge")
+    model = args.judge_model or ((manifest.get("config") or {}).get("model") if args.judge_self else None)
+    if model:
+        try:
+            resolve(model)
+        except InputError as exc:
+            raise InputError(f"--judge-backend hf: {exc.problem}", field="--judge-model",
+                             fix="an hf judge is a local model folder (save_pretrained) or .gguf file, never "
+                             "downloaded; leave --judge-model out for SmolLM2, or judge with a served model: "
+                             "--judge-backend openai --judge-url URL --judge-model NAME") from None

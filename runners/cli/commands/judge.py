@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from toolbench_adapter.evaluation.evaluator import load_evaluator
-from toolbench_adapter.evaluation.judging.run_judge import fac_file, judge_file, names_from_path
+from toolbench_adapter.evaluation.judging.passrate import cost_line
+from toolbench_adapter.evaluation.judging.run_judge import fac_file, judge_file, names_from_path, read_converted
 
-from ..ranges import COUNT
+from ..ranges import CONCURRENCY, REPEATS
 from ._common import (
     JUDGE_FAILURES_EXIT,
     add_judge_constrain,
@@ -46,8 +48,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_judge_flags(parser, evaluator_help="evaluator folder (config.yaml + template.txt), or its name under --evaluators-dir; default: the project's own",
                     prefill_help='openai judge on vLLM/SGLang: start the verdict for the model (continue_final_message)')
     add_judge_constrain(parser)
-    parser.add_argument("--evaluate-times", type=COUNT, default=3, help="independent judgements per query (default 3)")
-    parser.add_argument("--concurrency", type=COUNT, default=4, help="parallel judge requests (default 4)")
+    parser.add_argument("--evaluate-times", type=REPEATS, default=3, help="independent judgements per query (default 3)")
+    parser.add_argument("--concurrency", type=CONCURRENCY, default=4, help="parallel judge requests (default 4)")
     parser.add_argument("--test-ids", default=None, metavar="DIR",
                         help="test-id folder ({group}.json): judge only those ids and add the strict SoPR")
     parser.add_argument("--metric", choices=["sopr", "fac"], default="sopr",
@@ -59,10 +61,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     group, model = names_from_path(args.converted)
+    answers = len(read_converted(args.converted))  # bad input before the judge is asked anything
     client = judge_client_from_args(args)
     redo = redo_command(args, ["judge", "--converted", args.converted, "--out", args.out])
     if args.metric == "fac":
         preflight_judge_args(client)
+        print(f"{answers:,} judge requests: {answers:,} answers, one FAC request each (not cached; HTTP faults "
+              "retried on top)", file=sys.stderr, flush=True)
         _run, row, path = fac_file(args.converted, client, args.out, group=args.group or group,
                                    model=args.model or model, test_ids_dir=args.test_ids,
                                    unwrap_finish=args.fac_unwrap, concurrency=args.concurrency,
@@ -81,6 +86,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     spec = load_evaluator(args.evaluator, args.evaluators_dir)
     judge = prepare_judge_args(client, spec, args.judge_mode, attempts=args.attempts, constrain=args.judge_constrain)
+    print(cost_line(answers * args.evaluate_times, f"{answers:,} answers x {args.evaluate_times} repeats "
+                    "(--evaluate-times)", args.attempts), file=sys.stderr, flush=True)
     outcome = judge_file(args.converted, judge, args.out, group=args.group or group, model=args.model or model,
                          evaluate_times=args.evaluate_times, test_ids_dir=args.test_ids,
                          concurrency=args.concurrency, cache_path=None if args.no_cache else args.cache,

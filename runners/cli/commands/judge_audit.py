@@ -10,7 +10,14 @@ from toolbench_adapter.errors import InputError
 from toolbench_adapter.evaluation.audit.agreement import RESAMPLES
 from toolbench_adapter.evaluation.audit.cards import CARDS_ENV, citation, write_card
 from toolbench_adapter.evaluation.audit.rejudge import audit, audit_cost, plan_audit
-from toolbench_adapter.evaluation.audit.report import audit_record, audit_text, card_entry, cost_text, summarize
+from toolbench_adapter.evaluation.audit.report import (
+    audit_record,
+    audit_text,
+    card_entry,
+    cost_text,
+    pace_text,
+    summarize,
+)
 from toolbench_adapter.evaluation.audit.sets import AUDIT_SETS, audit_set, labels_digest
 from toolbench_adapter.evaluation.cache import JudgementCache
 from toolbench_adapter.evaluation.evaluations import JudgeIdentity
@@ -18,7 +25,7 @@ from toolbench_adapter.evaluation.evaluator import load_evaluator
 from toolbench_adapter.evaluation.labelsets import discover_all
 from toolbench_adapter.files.fileio import write_text_atomic
 
-from ..ranges import COUNT, SEED
+from ..ranges import ANSWERS, BOOTSTRAP_RESAMPLES, CONCURRENCY, REPEATS, SEED
 from ._common import (
     JUDGE_FAILURES_EXIT,
     add_judge_constrain,
@@ -67,17 +74,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_judge_flags(parser, evaluator_help="evaluator folder or name (default: the project's own)",
                     prefill_help="openai judge on vLLM/SGLang: start the verdict for the model (continue_final_message)")
     add_judge_constrain(parser)
-    parser.add_argument("--evaluate-times", type=COUNT, default=None,
+    parser.add_argument("--evaluate-times", type=REPEATS, default=None,
                         help="repeats per answer (default: as many as the released labels hold)")
-    parser.add_argument("--limit", type=COUNT, default=None, metavar="N",
+    parser.add_argument("--limit", type=ANSWERS, default=None, metavar="N",
                         help="audit only the first N queries of each label file")
-    parser.add_argument("--sample", type=COUNT, default=None, metavar="N",
+    parser.add_argument("--sample", type=ANSWERS, default=None, metavar="N",
                         help="audit N answers drawn at random, stratified by group and released label")
     parser.add_argument("--seed", type=SEED, default=0,
                         help="seed of the --sample draw and of the bootstrap resamples (default 0)")
-    parser.add_argument("--resamples", type=COUNT, default=RESAMPLES,
+    parser.add_argument("--resamples", type=BOOTSTRAP_RESAMPLES, default=RESAMPLES,
                         help=f"bootstrap resamples for the intervals (default {RESAMPLES})")
-    parser.add_argument("--concurrency", type=COUNT, default=4, help="parallel judge requests (default 4)")
+    parser.add_argument("--concurrency", type=CONCURRENCY, default=4, help="parallel judge requests (default 4)")
     parser.add_argument("--judge-cards", default=None, metavar="DIR",
                         help=f"where judge cards are kept (default: ${CARDS_ENV}, else results/judge_cards)")
     parser.add_argument("--out", default=None, metavar="FILE", help="also write the audit as JSON")
@@ -97,13 +104,16 @@ def run(args: argparse.Namespace) -> int:
                       limit=args.limit, sample=args.sample, seed=args.seed)
     client = judge_client_from_args(args)
     spec = load_evaluator(args.evaluator, args.evaluators_dir)
-    started = time.monotonic()
     judge = prepare_judge_args(client, spec, args.judge_mode, attempts=args.attempts, constrain=args.judge_constrain)
-    preflight_s = time.monotonic() - started
     cache = JudgementCache(None if args.no_cache else args.cache)
-    print(cost_text(audit_cost(sets, judge, cache), args.concurrency, preflight_s), flush=True)
+    cost = audit_cost(sets, judge, cache)
+    print(cost_text(cost, args.concurrency, args.attempts), flush=True)
+
+    def first(seconds: float, requests: int) -> None:  # the first judgement, made alone: the rest's estimate
+        print(pace_text(seconds, requests, cost.to_ask - 1, args.concurrency), flush=True)
+
     started = time.monotonic()
-    results = audit(sets, judge, cache, concurrency=args.concurrency, progress=not args.no_progress)
+    results = audit(sets, judge, cache, concurrency=args.concurrency, progress=not args.no_progress, first=first)
     seconds = time.monotonic() - started
     summary = summarize(results, resamples=args.resamples, seed=args.seed)
     print(audit_text(results, f"{judge.name}; evaluator {spec.name}", summary, seconds), end="")

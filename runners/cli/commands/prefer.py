@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from toolbench_adapter.errors import InputError
 from toolbench_adapter.evaluation.evaluator import load_evaluator
+from toolbench_adapter.evaluation.judging.passrate import cost_line
 from toolbench_adapter.evaluation.judging.preference import DEFAULT_SEED, prefer_files
-from toolbench_adapter.evaluation.judging.run_judge import names_from_path
+from toolbench_adapter.evaluation.judging.run_judge import names_from_path, read_converted
 
-from ..ranges import COUNT, SEED
+from ..ranges import CONCURRENCY, REPEATS, SEED
 from ._common import (
     JUDGE_FAILURES_EXIT,
     add_judge_flags,
@@ -47,9 +49,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="output model name (default: --out-answers' parent folder)")
     add_judge_flags(parser, evaluator_help='evaluator folder (needs select_better_answer), or its name under --evaluators-dir',
                     prefill_help='openai judge on vLLM/SGLang: start status verdicts for the model')
-    parser.add_argument("--evaluate-times", type=COUNT, default=3, help="rounds per query (default 3, as STB's SoWR)")
+    parser.add_argument("--evaluate-times", type=REPEATS, default=3, help="rounds per query (default 3, as STB's SoWR)")
     parser.add_argument("--seed", type=SEED, default=DEFAULT_SEED, help="seed of the answer order (recorded)")
-    parser.add_argument("--concurrency", type=COUNT, default=4, help="parallel rounds (default 4)")
+    parser.add_argument("--concurrency", type=CONCURRENCY, default=4, help="parallel rounds (default 4)")
     parser.add_argument("--test-ids", default=None, metavar="DIR",
                         help="test-id folder ({group}.json); default: every id of either file")
     parser.set_defaults(func=run)
@@ -64,6 +66,9 @@ def run(args: argparse.Namespace) -> int:
     client = judge_client_from_args(args)
     spec = load_evaluator(args.evaluator, args.evaluators_dir)
     judge = prepare_judge_args(client, spec, args.judge_mode, attempts=args.attempts)
+    queries = len(read_converted(args.out_answers))
+    print(cost_line(queries * args.evaluate_times, f"{queries:,} queries x {args.evaluate_times} rounds "
+                    "(--evaluate-times)", args.attempts, unit="rounds", per=(2, 5)), file=sys.stderr, flush=True)
     outcome = prefer_files(args.ref, args.out_answers, judge, args.out, group=args.group or ref_group,
                            reference_model=args.ref_model or ref_model, output_model=args.output_model or out_model,
                            evaluate_times=args.evaluate_times, test_ids_dir=args.test_ids,

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from ..ranges import COUNT
+from ..ranges import CONCURRENCY
 
 HELP = """\
 Replay recorded runs (StableToolBench or ToolBench answer files, CoT or DFSDT, in any folder layout) through
@@ -46,7 +46,7 @@ def register(subparsers) -> None:
                         "set; answers whose query is in neither replay from their own query and functions")
     parser.add_argument("--compat", choices=("stb", "strict"), default="stb",
                         help="stb (default): upstream's name matching (an empty name calls the first function)")
-    parser.add_argument("--concurrency", type=COUNT, default=4, help="queries replayed at once (default 4)")
+    parser.add_argument("--concurrency", type=CONCURRENCY, default=4, help="queries replayed at once (default 4)")
     parser.add_argument("--json", action="store_true", help="print the totals as JSON")
     parser.set_defaults(func=run)
 

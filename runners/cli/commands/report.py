@@ -46,7 +46,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--compare", nargs="+", default=[], metavar="RUN_DIR",
                         help="more run folders to compare with RUN_DIR, query by query")
     parser.add_argument("--out", default=None, metavar="FILE.html",
-                        help="the HTML file to write (required with RUN_DIR; with --index: DIR/index.html)")
+                        help="the HTML file to write (default: RUN_DIR/report.html, with --compare "
+                        "RUN_DIR/compare.html; with --index: DIR/index.html)")
     parser.add_argument("--parser", default=None,
                         help="parser used to re-read raw outputs (default: the one in each run's manifest)")
     parser.add_argument("--title", default=None, help="page title (default: from the run names)")
@@ -57,6 +58,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from toolbench_adapter.errors import InputError
     from toolbench_adapter.report.html import write_report
 
@@ -67,10 +70,13 @@ def run(args: argparse.Namespace) -> int:
             raise InputError("--index makes the pages of every run under a folder", field="--index",
                              fix="give either RUN_DIR [--compare ...] or --index DIR, not both")
         return _index(args)
-    if args.run_dir is None or args.out is None:
-        raise InputError("nothing to report", field="RUN_DIR / --out",
-                         fix="tba report RUN_DIR --out report.html, or tba report --index DIR")
-    path = write_report([args.run_dir, *args.compare], args.out, parser=args.parser, title=args.title,
+    if args.run_dir is None:
+        raise InputError("no run folder given", field="RUN_DIR",
+                         fix="tba report RUN_DIR (a folder tba run or make eval wrote, e.g. results/runs/NAME), or "
+                         "tba report --index DIR for every run under DIR")
+    # the page beside the run, as --index and make report write it (was: "nothing to report" without --out)
+    out = args.out or str(Path(args.run_dir) / ("compare.html" if args.compare else "report.html"))
+    path = write_report([args.run_dir, *args.compare], out, parser=args.parser, title=args.title,
                         judge_id=args.judge_id)
     size = path.stat().st_size
     print(f"written: {path} ({size / 1e6:.2f} MB); open it in a browser")

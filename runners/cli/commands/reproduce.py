@@ -24,7 +24,7 @@ from toolbench_adapter.evaluation.published.reproduce import (
 from toolbench_adapter.evaluation.scoring.results import write_score_file
 from toolbench_adapter.report.tables import build_leaderboards, to_markdown
 
-from ..ranges import COUNT
+from ..ranges import REPEATS
 
 HELP = f"""\
 Recompute the pass rate (SoPR) and win rate (SoWR) from released label files and print them as leaderboards:
@@ -72,7 +72,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="test-id folder ({group}.json) for the strict SoPR (default: the checkout's "
                         "solvable_queries_example/test_query_ids for the example, solvable_queries/test_query_ids "
                         "for --labels)")
-    parser.add_argument("--evaluate-times", type=COUNT, default=None,
+    parser.add_argument("--evaluate-times", type=REPEATS, default=None,
                         help="repeats to score (default: the highest repeat index in the labels + 1)")
     parser.add_argument("--published", action="append", default=[], metavar="FILE|FILE#N|stb|toolbench|all",
                         help="published tables to compare with (repeatable): a Markdown / LaTeX / CSV / TSV file "

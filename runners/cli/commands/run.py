@@ -328,21 +328,22 @@ def options_named_in_file(args):
 def stopping_now_exits(redo: str):
     """Ctrl-C: say how to go on. A second Ctrl-C (StopNow, the manifest already written) ends the process at once:
     a normal exit would wait for the worker threads still in their model or tool calls."""
-    from ...execution.interrupt import StopNow
+    from ...execution.interrupt import StopNow, queries, speaker
 
     try:
         yield
     except StopNow as stop:
         unfinished = getattr(stop, "in_flight", [])
-        print(f"tba run: stopped now; {len(unfinished)} queries in flight were not finished "
+        print(f"{speaker(redo)}: stopped now; {queries(len(unfinished))} in flight "
+              f"{'was' if len(unfinished) == 1 else 'were'} not finished "
               f"({', '.join(unfinished[:5])}{', ...' if len(unfinished) > 5 else ''}); rerunning the same command "
-              f"redoes them and skips the finished ones: {redo}", file=sys.stderr)
+              f"redoes {'it' if len(unfinished) == 1 else 'them'} and skips the finished ones: {redo}", file=sys.stderr)
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(EXIT_INTERRUPTED)
     except KeyboardInterrupt:
-        print(f"tba run: interrupted; the finished queries are kept, rerunning the same command goes on: {redo}",
-              file=sys.stderr)
+        print(f"{speaker(redo)}: interrupted; the finished queries are kept, rerunning the same command goes on: "
+              f"{redo}", file=sys.stderr)
         raise
 
 

@@ -7,7 +7,7 @@ import argparse
 from toolbench_adapter.evaluation.evaluations import refuse_mixed
 from toolbench_adapter.evaluation.scoring.results import rows_from_labels, write_score_file
 
-from ..ranges import COUNT
+from ..ranges import REPEATS
 from ._common import JUDGE_FAILURES_EXIT
 
 HELP = """\
@@ -29,7 +29,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("labels", nargs="+", metavar="LABELS", help="label files or folders")
     parser.add_argument("--test-ids", default=None, metavar="DIR",
                         help="test-id folder ({group}.json) for the strict SoPR, e.g. <stb>/solvable_queries/test_query_ids")
-    parser.add_argument("--evaluate-times", type=COUNT, default=None,
+    parser.add_argument("--evaluate-times", type=REPEATS, default=None,
                         help="repeats to score (default: the highest repeat index found + 1)")
     parser.add_argument("--prefer", choices=[".json", ".csv"], default=".json",
                         help="when a JSON and a CSV label file sit side by side, score this one (default .json)")

@@ -16,7 +16,7 @@ from toolbench_adapter.server.limits import (
     ConnectionLimits,
 )
 
-from ..ranges import COUNT, PORT, SECONDS, TEMPERATURE
+from ..ranges import BYTES, CONNECTIONS, PORT, SECONDS, TEMPERATURE
 
 HELP = """\
 Serve POST /virtual (StableToolBench's request format) from a response cache in the upstream layout
@@ -56,8 +56,8 @@ def register(subparsers) -> None:
     parser.add_argument("--compat", choices=["stb", "strict"], default="stb",
                         help="stb: simulated answers also go into the main cache files, as upstream does (still "
                         "marked in _simulated/); strict: only into _simulated/")
-    parser.add_argument("--max-body-bytes", type=COUNT, default=None, help="largest request body accepted (default 1 MiB)")
-    parser.add_argument("--max-connections", type=COUNT, default=DEFAULT_MAX_CONNECTIONS, metavar="N",
+    parser.add_argument("--max-body-bytes", type=BYTES, default=None, help="largest request body accepted (default 1 MiB)")
+    parser.add_argument("--max-connections", type=CONNECTIONS, default=DEFAULT_MAX_CONNECTIONS, metavar="N",
                         help=f"open connections at most (default {DEFAULT_MAX_CONNECTIONS}, lowered to fit the "
                         "open-file limit); one more closes the one idle longest, or is answered 503 when all are busy")
     parser.add_argument("--read-timeout", type=SECONDS, default=DEFAULT_READ_TIMEOUT_S, metavar="S",

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from runners.models import BACKENDS
 
-from ..ranges import COUNT, PORT
+from ..ranges import BYTES, PORT
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "smollm2.yaml"  # the offline default's
 
@@ -42,7 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="a run config (runners/configs/*.yaml) whose max_tokens is the served model's "
                         "generation limit (default: runners/configs/smollm2.yaml for the default local model, "
                         "none otherwise)")
-    parser.add_argument("--max-body-bytes", type=COUNT, default=8 << 20, metavar="N",
+    parser.add_argument("--max-body-bytes", type=BYTES, default=8 << 20, metavar="N",
                         help="largest request body accepted (default 8 MiB); a larger one is answered 413. A body "
                         "that is not JSON or has a field of the wrong type is answered 400 naming the field")
     parser.set_defaults(func=run)

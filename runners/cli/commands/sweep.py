@@ -65,7 +65,7 @@ EXIT_INTERRUPTED = 130
 
 
 def register(subparsers) -> None:
-    from ..ranges import CORRELATION, COUNT, FRACTION, setting
+    from ..ranges import CELLS, CONCURRENCY, CORRELATION, FRACTION, setting
     from .evaluate import add_judge_arguments
     from .run import add_run_arguments
 
@@ -80,11 +80,11 @@ def register(subparsers) -> None:
     p.add_argument("--axis", action="append", default=[], metavar="NAME=V1,V2",
                    help="replace an axis's values (scalars, comma-separated), e.g. --axis parser=react-find,react-regex "
                    "(another sweep: name it with --name)")
-    p.add_argument("--max-cells", type=COUNT, help="cells running at once (default: all, at most 64; the endpoints' caps "
+    p.add_argument("--max-cells", type=CELLS, help="cells running at once (default: all, at most 64; the endpoints' caps "
                    "set the pace either way)")
     p.add_argument("--judge-cache", default=None,
                    help="judgement cache file (default: the spec's judge_cache, else results/cache/judge.jsonl)")
-    p.add_argument("--judge-concurrency", type=COUNT, default=None,
+    p.add_argument("--judge-concurrency", type=CONCURRENCY, default=None,
                    help="judge requests in flight per cell (default: the judge endpoint's cap)")
     p.add_argument("--pilot", default=None, metavar="DIR",
                    help="--dry-run: an earlier sweep's folder (OUT/NAME) whose observed variances replace the assumed "
@@ -183,13 +183,13 @@ class _Refusing(argparse.ArgumentParser):
 
 def judge_args(spec, index: int, settings: dict) -> argparse.Namespace:
     from ...sweep.spec import JUDGE_KEYS
-    from ..ranges import COUNT
+    from ..ranges import CONCURRENCY
     from .evaluate import add_judge_arguments
 
     parser = _Refusing(prog="judge", add_help=False)
     parser.where = (str(spec.path), f"judges[{index}]")
     add_judge_arguments(parser)
-    parser.add_argument("--concurrency", type=COUNT, default=None)
+    parser.add_argument("--concurrency", type=CONCURRENCY, default=None)
     argv: list[str] = []
     for key, value in settings.items():
         flag = JUDGE_KEYS[key]
@@ -260,6 +260,10 @@ class SweepCommand:
 
             until_settled.check(self.spec.trials, self.args.max_trials, self.spec.baseline is not None)
         self.check_judges_served(plans)
+        from ...sweep.dry_run import judge_cost_lines
+
+        for line in judge_cost_lines(plans):  # what the judges will be asked, before any cell runs
+            print(line, file=sys.stderr, flush=True)
         status = self.execute(plans, state)
         if self.args.until_settled and status == 0:
             status = self.until_settled(plans, state)

@@ -111,20 +111,30 @@ def _percentiles(values: np.ndarray, resamples: int, level: float = LEVEL) -> In
     return Interval(float(low), float(high), resamples, int(resamples - kept.size))
 
 
-def _draws(strata: Sequence[Sequence[Unit]], resamples: int, seed: int) -> list[np.ndarray]:
-    """Per stratum, an (R, n) array of the indices of each resample (seeded: the same inputs, the same draws)."""
+CHUNK_DRAWS = 1 << 21  # answer indices drawn at once: ~16 MiB a chunk, whatever the resamples and the answers
+
+
+def _draws(strata: Sequence[Sequence[Unit]], resamples: int, seed: int):
+    """Per stratum in order, its resamples in chunks of rows: (stratum index, first row, an (r, n) array of the
+    indices each resample draws). Seeded, and the same draws as one (R, n) array per stratum, in memory that
+    does not grow with ``resamples`` (--resamples 999999999999 was a MemoryError after every judge call)."""
     rng = np.random.default_rng(seed)
-    return [rng.integers(0, len(units), size=(resamples, len(units))) if units else np.zeros((resamples, 0), int)
-            for units in strata]
+    for index, units in enumerate(strata):
+        size = len(units)
+        step = max(1, CHUNK_DRAWS // max(1, size))
+        for start in range(0, resamples, step) if size else ():
+            yield index, start, rng.integers(0, size, size=(min(step, resamples - start), size))
 
 
 def kappa_interval(strata: Sequence[Sequence[Unit]], *, resamples: int = RESAMPLES, seed: int = SEED) -> Interval:
-    totals = np.zeros((resamples, 3, 3), dtype=np.int64)
-    for units, draw in zip(strata, _draws(strata, resamples, seed), strict=True):
-        if units:
-            counts = np.stack([unit.counts() for unit in units])
-            totals += counts[draw].sum(axis=1)
-    return _percentiles(_kappas(totals), resamples)
+    totals = np.zeros((resamples, 9), dtype=np.int64)
+    counts = [np.stack([unit.counts().ravel() for unit in units]) if units else None for units in strata]
+    for index, start, draw in _draws(strata, resamples, seed):
+        rows, size = draw.shape
+        # how often each resample drew each answer, then its summed matrix: no (r, n, 3, 3) array
+        drawn = np.bincount((draw + np.arange(rows)[:, None] * size).ravel(), minlength=rows * size)
+        totals[start:start + rows] += drawn.reshape(rows, size) @ counts[index]
+    return _percentiles(_kappas(totals.reshape(resamples, 3, 3)), resamples)
 
 
 @dataclass(frozen=True)
@@ -141,12 +151,11 @@ def sopr_shift(strata: Sequence[Sequence[Unit]], points: Sequence[float], *, res
     resamples answers, each scored by its mean over repeats (the same number when no judgement failed)."""
     # an answer with no verdict on a side (every judgement failed) has no shift: left out, as sopr() leaves it out
     kept = [[u for u in units if not np.isnan(u.points(u.ours) - u.points(u.released))] for units in strata]
-    draws = _draws(kept, resamples, seed)
-    per, shifts = [], []
-    for units, draw, point in zip(kept, draws, points, strict=True):
-        diffs = np.array([unit.points(unit.ours) - unit.points(unit.released) for unit in units], dtype=float) * 100
-        shifted = diffs[draw].mean(axis=1) if units else np.full(resamples, np.nan)
-        shifts.append(shifted)
-        per.append((point, _percentiles(shifted, resamples)))
+    diffs = [np.array([unit.points(unit.ours) - unit.points(unit.released) for unit in units], dtype=float) * 100
+             for units in kept]
+    shifts = [np.full(resamples, np.nan) for _ in kept]
+    for index, start, draw in _draws(kept, resamples, seed):
+        shifts[index][start:start + len(draw)] = diffs[index][draw].mean(axis=1)
+    per = [(point, _percentiles(shifted, resamples)) for shifted, point in zip(shifts, points, strict=True)]
     average = np.mean(np.stack(shifts), axis=0) if shifts else np.full(resamples, np.nan)
     return Shift(per, (float(np.mean(points)) if points else float("nan"), _percentiles(average, resamples)))

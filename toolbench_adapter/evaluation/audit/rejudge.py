@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import csv
 import io
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -280,12 +281,21 @@ def audit_cost(sets: list[AuditedSet], judge: FunctionJudge, cache: JudgementCac
 
 
 def audit(sets: list[AuditedSet], judge: FunctionJudge, cache: JudgementCache, *, concurrency: int = 4,
-          progress: bool = True) -> list[AuditedSet]:
-    """Judge the planned answers (cached verdicts reused) and keep our labels beside the released ones."""
+          progress: bool = True, first: Callable[[float, int], None] | None = None) -> list[AuditedSet]:
+    """Judge the planned answers (cached verdicts reused) and keep our labels beside the released ones.
+    ``first(seconds, requests)``: told what the audit's first uncached judgement took, made alone before the
+    others (passrate.judge_converted)."""
+    told = []
+
+    def once(seconds: float, requests: int) -> None:
+        told.append(seconds)
+        if first is not None:
+            first(seconds, requests)
+
     for result in sets:
         examples = {q: {k: v for k, v in e.items() if k != "rebuilt"} for q, e in result.examples.items()}
         run = judge_converted(examples, judge, evaluate_times=result.evaluate_times, concurrency=concurrency,
-                              cache=cache, progress=progress)
+                              cache=cache, progress=progress, first=None if told or first is None else once)
         result.ours = run.labels()
         result.requests, result.cache_hits, result.errors = run.requests, run.cache_hits, run.errors
         result.error_samples = run.error_samples

@@ -20,6 +20,7 @@ from toolbench_adapter.evaluation.audit.agreement import (
     sopr_shift,
 )
 from toolbench_adapter.evaluation.audit.rejudge import Agreement, AuditedSet, Cost
+from toolbench_adapter.evaluation.judging.passrate import request_range
 from toolbench_adapter.evaluation.labels import Label
 
 
@@ -61,17 +62,44 @@ def _shift_cell(point: float, interval: Interval) -> str:
     return f"{point:+.1f} {interval.text('{:+.1f}', note=False)}"
 
 
-def cost_text(cost: Cost, concurrency: int, seconds_per_request: float | None) -> str:
-    """Printed before the first request: what the audit will ask and about how long it takes."""
+def cost_text(cost: Cost, concurrency: int, attempts: int) -> str:
+    """Printed before the first request: what the audit will ask, as a range of requests (pace_text says how
+    long, once the first judgement is measured)."""
     answers = f"{cost.answers} answer" + ("" if cost.answers == 1 else "s")
+    low, high = request_range(cost.to_ask, attempts)
     line = (f"Audit plan: {answers} x repeats = {cost.judgements} judgements: {cost.by_rule} decided by "
-            f"rule (no request), {cost.cached} cached, {cost.to_ask} to ask: at least {cost.to_ask} requests (each "
-            f"Unsure verdict adds one) at concurrency {concurrency}")
-    if cost.to_ask and seconds_per_request:
-        estimate = cost.to_ask * seconds_per_request / max(1, concurrency)
-        line += (f"; about {estimate:.1f} s at the preflight's {seconds_per_request:.2f} s per request (a rough "
-                 "guide: the preflight's prompt is shorter than a judgement's)")
+            f"rule (no request), {cost.cached} cached, {cost.to_ask} to ask: {low} to {high} judge requests (one "
+            f"each, two for an Unsure verdict, up to {attempts} tries for a malformed reply; HTTP faults retried on "
+            f"top) at concurrency {concurrency}")
+    if cost.to_ask > 1:
+        line += "; how long: measured on the first judgement, below"
     return line
+
+
+def pace_text(seconds: float, requests: int, remaining: int, concurrency: int) -> str:
+    """After the first judgement, made alone: what it took (measured), and what the ``remaining`` ones will take,
+    as a range whose ends say what they assume. A judgement's own prompt is what is timed: the preflight's
+    short test prompt said 2.3 s for an audit that took 124 s (issue 41)."""
+    per = seconds / max(1, requests)
+    took = f"First judgement: {_duration(seconds)} for {requests} request{'s' if requests != 1 else ''} (measured)"
+    if remaining <= 0:
+        return took + "."
+    low, high = remaining * per / max(1, concurrency), remaining * per * 2
+    return (f"{took}; the other {remaining} judgement{'s' if remaining != 1 else ''}: about {_duration(low)} to "
+            f"{_duration(high)} at {_duration(per)} per request: the low end if the judge answers {concurrency} requests "
+            "at once and each verdict takes one request, the high end if it answers one at a time and each takes "
+            "two (an Unsure verdict); malformed replies and HTTP retries add to both")
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, rest = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {rest} s"
+    return f"{minutes // 60} h {minutes % 60} min"
 
 
 def matrix_text(agreement: Agreement) -> list[str]:

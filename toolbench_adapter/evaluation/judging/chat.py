@@ -21,6 +21,7 @@ from toolbench_adapter.net.transport import (
     short,
     url_list,
 )
+from toolbench_adapter.parsers.limits import MAX_PARSE_CHARS
 from toolbench_adapter.registry import Registry
 
 
@@ -44,13 +45,76 @@ class ChatError(RuntimeError):
         self.status = status
 
 
+class MalformedReply(ChatError):
+    """The endpoint answered, but not with an assistant message a judge can read (``"message": null``, choices
+    empty, content not text, odd tool calls, a reply past MAX_REPLY_CHARS): the judge asks again, as for a
+    malformed verdict (judge.py), and counts it; never a TypeError."""
+
+
+WAIT_MIN_S, WAIT_MAX_S = 1.0, 10.0  # the backoff between tries (--judge-option wait_min / wait_max)
+# a verdict is a few hundred characters; the parsers read at most this much of any text (parsers/limits.py)
+MAX_REPLY_CHARS = MAX_PARSE_CHARS
+
+
+def assistant_message(data: Any, source: str) -> dict:
+    """``choices[0].message`` of a chat completion, checked (check_message); MalformedReply otherwise."""
+    choices = data.get("choices") if isinstance(data, dict) else None
+    if not isinstance(choices, list) or not choices:
+        what = "no choices" if not isinstance(data, dict) or "choices" not in data else (
+            "choices is empty" if choices == [] else f"choices is {_kind(choices)}, not a list")
+        raise MalformedReply(f"{source} answered a malformed chat completion: {what} (body: {short(str(data))})")
+    first = choices[0]
+    message = first.get("message") if isinstance(first, dict) else None
+    if not isinstance(message, dict):
+        what = (f"choices[0] is {_kind(first)}" if not isinstance(first, dict) else
+                f"choices[0].message is {_kind(message)}, not an object")
+        raise MalformedReply(f"{source} answered a malformed chat completion: {what} (body: {short(str(data))})")
+    return check_message(message, source)
+
+
+def check_message(message: Any, source: str) -> dict:
+    """An assistant message a judge can read: an object whose content is text or null and whose tool_calls,
+    when present, are a list of objects each naming a function with text (or object) arguments, none past
+    MAX_REPLY_CHARS. MalformedReply naming what is wrong otherwise (any ChatClient's reply passes here)."""
+    def bad(what: str) -> MalformedReply:
+        return MalformedReply(f"{source} answered a malformed assistant message: {what}")
+
+    if not isinstance(message, dict):
+        raise bad(f"the message is {_kind(message)}, not an object")
+    content = message.get("content")
+    if content is not None and not isinstance(content, str):
+        raise bad(f"content is {_kind(content)}, not text")
+    if content is not None and len(content) > MAX_REPLY_CHARS:
+        raise bad(f"content is {len(content):,} characters, more than the {MAX_REPLY_CHARS:,} a verdict may take")
+    calls = message.get("tool_calls")
+    if calls is None:
+        return message
+    if not isinstance(calls, list):
+        raise bad(f"tool_calls is {_kind(calls)}, not a list")
+    for index, call in enumerate(calls):
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict):
+            raise bad(f"tool_calls[{index}] has no function object")
+        arguments = function.get("arguments")
+        if not isinstance(function.get("name"), str) or not isinstance(arguments, (str, dict)):
+            raise bad(f"tool_calls[{index}].function needs a name (text) and arguments (text or an object)")
+        if isinstance(arguments, str) and len(arguments) > MAX_REPLY_CHARS:
+            raise bad(f"tool_calls[{index}] arguments are {len(arguments):,} characters, more than the "
+                      f"{MAX_REPLY_CHARS:,} a verdict may take")
+    return message
+
+
+def _kind(value: Any) -> str:
+    return "null" if value is None else f"a {type(value).__name__}"
+
+
 class OpenAIChatClient:
     """``POST {base_url}/chat/completions`` through the one HTTP layer (toolbench_adapter/net/transport.py):
     the transient faults are retried with backoff; ``retries`` counts every attempt, the first included.
     ``base_url`` may list several endpoints serving the same judge: requests go to the least busy one."""
 
     def __init__(self, base_url: str | list[str], model: str, api_key: str | None = None, *, timeout: float = 60.0,
-                 retries: int = 3, supports_tools: bool = True, wait_min: float = 1.0, wait_max: float = 10.0,
+                 retries: int = 3, supports_tools: bool = True, wait_min: float = WAIT_MIN_S, wait_max: float = WAIT_MAX_S,
                  accepts_prefill: bool = False):
         self.base_urls = [url.rstrip("/") for url in url_list(base_url)]
         self.base_url = ", ".join(self.base_urls)  # one URL as before; several: a label
@@ -147,11 +211,7 @@ class OpenAIChatClient:
             unreachable = result.fault in (FaultKind.CONNECTION_ERROR, FaultKind.TIMEOUT)
             prefix = f"cannot reach {self.base_url}: " if unreachable else ""
             raise ChatError(prefix + result.describe(), fault=result.fault, status=result.status)
-        data = result.data
-        try:
-            message = data["choices"][0]["message"]
-        except (KeyError, IndexError, TypeError):
-            raise ChatError(f"unexpected response shape from {self.base_url}: {str(data)[:200]}") from None
+        message = assistant_message(result.data, self.base_url)
         reply = {"role": "assistant", **message}
         if prefill:  # the content continues the prefill: hand back the whole reply
             reply["content"] = prefill + (reply.get("content") or "")

@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolbench_adapter.evaluation.judging.chat import ChatClient, ChatError
+from toolbench_adapter.evaluation.judging.chat import ChatClient, ChatError, check_message
 from toolbench_adapter.evaluation.scoring.scores import Score
 from toolbench_adapter.protocol.evaluation import (
     FAC_EMPTY_ANSWER_TEXT,
@@ -103,8 +103,9 @@ def judge_fac(converted: dict[str, Any], client: ChatClient, ids: list[str] | No
             return qid, {"final_answer": "", "evaluation": FAC_EMPTY_ANSWER_TEXT, "score": 0}, False, False
         prompt = FAC_PROMPT.format(query=example["query"], answer=answer_text(final_answer, unwrap_finish))
         try:
-            reply = client.chat([{"role": "user", "content": prompt}], temperature=0, max_tokens=max_tokens)
-        except ChatError as exc:
+            reply = check_message(client.chat([{"role": "user", "content": prompt}], temperature=0,
+                                              max_tokens=max_tokens), getattr(client, "name", "the judge"))
+        except ChatError as exc:  # a malformed reply (MalformedReply) too: no score, counted as a failure
             return qid, {"final_answer": final_answer, "evaluation": f"JudgeError: {exc}", "score": 0,
                          "judge_error": True}, True, True
         output = reply.get("content") or ""

@@ -16,12 +16,13 @@ from __future__ import annotations
 import json
 import threading
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from toolbench_adapter.errors import InputError
 from toolbench_adapter.evaluation.evaluator import EvaluatorSpec
-from toolbench_adapter.evaluation.judging.chat import ChatClient, ChatError
+from toolbench_adapter.evaluation.judging.chat import ChatClient, ChatError, MalformedReply, check_message
 from toolbench_adapter.evaluation.labels import Label
 from toolbench_adapter.evaluation.steps import ends_with_finish, get_steps
 from toolbench_adapter.protocol.evaluation import (
@@ -111,25 +112,32 @@ class FunctionJudge(ABC):
         prompt = self.spec.prompt(function, **args)
         problem = ""
         for _ in range(self.attempts):
-            with self._lock:
-                self.requests += 1
             try:
-                message = self._request(function, prompt)
-            except ChatError as exc:  # transport retries were the client's job
-                raise JudgeFailure(f"{function}: {exc}") from exc
-            try:
-                return self._validate(function, self._verdict(message))
+                return self._validate(function, self._verdict(self.reply(function, lambda: self._request(
+                    function, prompt))))
             except MalformedVerdict as exc:
                 problem = str(exc)
                 with self._lock:
                     self.malformed += 1
         raise JudgeFailure(f"{function}: no usable verdict after {self.attempts} attempts ({problem})")
 
+    def reply(self, function: str, send: Callable[[], Any]) -> dict:
+        """One request counted, its reply checked as an assistant message (chat.check_message, for any client):
+        a malformed reply is MalformedVerdict (asked again, counted), a failed endpoint JudgeFailure."""
+        with self._lock:
+            self.requests += 1
+        try:
+            return check_message(send(), getattr(self.client, "name", "the judge"))
+        except MalformedReply as exc:
+            raise MalformedVerdict(str(exc)) from None
+        except ChatError as exc:  # transport retries were the client's job
+            raise JudgeFailure(f"{function}: {exc}") from exc
+
     def probe(self, prompt: str) -> dict:
         """One request in this judge's shape (forced tool call or JSON prompt) with the preflight's test
         ``prompt`` (passed in: preflight.py imports this module, never the reverse); not counted in ``requests``
         and not read as a verdict. Raises ChatError when the endpoint fails."""
-        return self._request(CHECK_ANSWER_STATUS, prompt)
+        return check_message(self._request(CHECK_ANSWER_STATUS, prompt), getattr(self.client, "name", "the judge"))
 
     def reply_problem(self, message: dict) -> str | None:
         """Why the probe's reply is not in the shape this mode reads (None: it is). A JSON prompt's test reply

@@ -6,7 +6,8 @@ Produces upstream's label records ``{qid: {"query", "tool_names", "answer_steps"
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -36,6 +37,28 @@ class JudgeRun:
     def labels(self) -> dict[str, dict[int, Label]]:
         return {qid: {int(k): Label.parse(v) for k, v in entry["is_solved"].items()}
                 for qid, entry in self.entries.items()}
+
+
+DEFAULT_ATTEMPTS = 3  # FunctionJudge's requests per verdict when a reply is malformed (tba evaluate, eval, sweep)
+
+
+def request_range(judgements: int, attempts: int = DEFAULT_ATTEMPTS, *, per: tuple[int, int] = (1, 2)) -> tuple[int, int]:
+    """The judge requests ``judgements`` make: one each at least (``per[0]``); at most ``per[1]`` (an Unsure
+    verdict asks parse_answer_status too), each asked again up to ``attempts`` times when malformed."""
+    return judgements * per[0], judgements * per[1] * attempts
+
+
+def cost_line(judgements: int, what: str, attempts: int = DEFAULT_ATTEMPTS, *, unit: str = "judgements",
+              per: tuple[int, int] = (1, 2)) -> str:
+    """The line a judging command prints before its first paid request (issue 41): how many requests its
+    numbers multiply to, as a range, and what the range is made of."""
+    low, high = request_range(judgements, attempts, per=per)
+    each = ("a request each; an Unsure verdict adds one" if per == (1, 2) else
+            f"{per[0]} to {per[1]} requests each (a judgement per answer, then select_better_answer when both or "
+            "neither is solved)")
+    return (f"{low:,} judge requests or more: {what} = {judgements:,} {unit}, {each} and a malformed reply is asked "
+            f"again (up to {attempts} tries): at most {high:,}, HTTP faults retried on top; cached verdicts and "
+            "answers without a final answer ask none")
 
 
 def note_error(samples: list[str], error: str, keep: int = 3) -> None:
@@ -78,9 +101,12 @@ def _check_example(qid: str, example: Any) -> None:
 def judge_converted(converted: dict[str, Any], judge: FunctionJudge, *, evaluate_times: int = 3,
                     test_ids: list[str] | None = None, concurrency: int = 4,
                     cache: JudgementCache | None = None, progress: bool = True,
-                    executor: JudgeExecutor | None = None) -> JudgeRun:
+                    executor: JudgeExecutor | None = None,
+                    first: Callable[[float, int], None] | None = None) -> JudgeRun:
     """``executor`` judges the answers the cache does not hold: ``concurrency`` threads of this process by
-    default, or e.g. runners/judging/judge_ray.py's Ray tasks; the labels are the same either way."""
+    default, or e.g. runners/judging/judge_ray.py's Ray tasks; the labels are the same either way. ``first``:
+    the first uncached judgement is made alone, before the others, and ``first(seconds, requests)`` told what
+    it took (tba judge-audit's estimate of the rest is measured so)."""
     if evaluate_times < 1:  # zero repeats would judge nothing and score a clean-looking 0.0
         raise InputError(f"evaluate_times must be at least 1 (got {evaluate_times})", field="--evaluate-times",
                          fix="write e.g. --evaluate-times 3")
@@ -120,12 +146,22 @@ def judge_converted(converted: dict[str, Any], judge: FunctionJudge, *, evaluate
         else:
             pending.append((qid, repeat, key))
     asks = [(selected[qid]["query"], selected[qid]["answer"]) for qid, _repeat, _key in pending]
+
+    def judged(index: int, judgement: Judgement) -> None:
+        qid, repeat, key = pending[index]
+        if judgement.label is not Label.ERROR and judgement.calls:
+            cache.put(key, judgement.as_dict())
+        record(qid, repeat, judgement, False)
+
     try:
-        for index, judgement in executor.map(judge, asks):
-            qid, repeat, key = pending[index]
-            if judgement.label is not Label.ERROR and judgement.calls:
-                cache.put(key, judgement.as_dict())
-            record(qid, repeat, judgement, False)
+        skip = 0
+        if first is not None and asks:  # the first judgement alone, timed: what the rest will take is told by it
+            before, started = judge.requests, time.monotonic()
+            judged(0, judge_answer(judge, *asks[0]))
+            first(time.monotonic() - started, judge.requests - before)
+            skip = 1
+        for index, judgement in executor.map(judge, asks[skip:]):
+            judged(index + skip, judgement)
     finally:
         bar.close()
     for qid, example in selected.items():

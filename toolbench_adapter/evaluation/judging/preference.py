@@ -30,7 +30,6 @@ from tqdm import tqdm
 
 from toolbench_adapter.errors import InputError
 from toolbench_adapter.evaluation.cache import JudgementCache, cache_key
-from toolbench_adapter.evaluation.judging.chat import ChatError
 from toolbench_adapter.evaluation.judging.judge import (
     FunctionJudge,
     JudgeFailure,
@@ -107,20 +106,16 @@ def ask_index(judge: FunctionJudge, query: str, answers: list[dict[str, Any]]) -
     prompt = judge.spec.prompt(SELECT_BETTER_ANSWER, query=query, answer_0=json.dumps(answers[0]),
                                answer_1=json.dumps(answers[1]))
     problem = ""
+    def send() -> dict:
+        if judge.mode == "tools":
+            return judge._request(SELECT_BETTER_ANSWER, prompt)
+        instruction = INDEX_JSON_INSTRUCTION.format(reason=REASON_FIELD, field=INDEX_FIELD)
+        return judge.client.chat([{"role": "user", "content": prompt + instruction}],
+                                 temperature=judge.temperature, max_tokens=judge.max_tokens)
+
     for _ in range(judge.attempts):
-        with judge._lock:
-            judge.requests += 1
-        try:
-            if judge.mode == "tools":
-                message = judge._request(SELECT_BETTER_ANSWER, prompt)
-            else:
-                instruction = INDEX_JSON_INSTRUCTION.format(reason=REASON_FIELD, field=INDEX_FIELD)
-                message = judge.client.chat([{"role": "user", "content": prompt + instruction}],
-                                            temperature=judge.temperature, max_tokens=judge.max_tokens)
-        except ChatError as exc:  # after the client's own retries
-            raise JudgeFailure(f"{SELECT_BETTER_ANSWER}: {exc}") from exc
-        try:
-            verdict = judge._verdict(message)
+        try:  # a failed endpoint is JudgeFailure; a malformed reply is asked again, as a malformed verdict
+            verdict = judge._verdict(judge.reply(SELECT_BETTER_ANSWER, send))
             return {INDEX_FIELD: read_index(verdict), REASON_FIELD: str(verdict.get(REASON_FIELD, ""))}
         except MalformedVerdict as exc:
             problem = str(exc)

@@ -10,6 +10,7 @@ header with words the reader does not know (``Avg. Rank``, ``# Tokens``) is not 
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 
 from toolbench_adapter.evaluation.published.cells import clean
@@ -36,10 +37,17 @@ FILLER_WORDS = {"rate", "rates", "so", "score", "scores", "the", "of", "result",
 # metric words in a column header or a section row, where a bare "Pass" / "Win" means the metric
 HEADER_METRICS = {"pass": SOPR, "passrate": SOPR, "sopr": SOPR, "pr": SOPR, "win": SOWR, "winrate": SOWR,
                    "sowr": SOWR, "wr": SOWR, "preference": SOWR, "fac": FAC}
-# metric phrases in running text (headings, captions): only the full names
-_TEXT_METRICS = ((SOPR, re.compile(r"\bso\s*pr\b|\bpass[\s_-]*rates?\b|\bsolvable pass", re.I)),
-                 (SOWR, re.compile(r"\bso\s*wr\b|\bwin[\s_-]*rates?\b|\bpreference\b", re.I)),
-                 (FAC, re.compile(r"\bfac\b|final[\s-]answer[\s-]completeness", re.I)))
+# metric phrases in running text (headings, captions): only the full names. A name ends where a Latin letter or
+# digit (or _) does not follow ((?<![a-z0-9_]) rather than \b): Chinese or Japanese text runs its words together, so
+# "在SoPR上的" names SoPR though no word boundary splits it (\b sees CJK characters as word characters); the
+# metrics' Chinese names count too (通过率 pass rate, 胜率 win rate)
+_ALONE, _ENDS = r"(?<![a-z0-9_])", r"(?![a-z0-9_])"
+_TEXT_METRICS = (
+    (SOPR, re.compile(rf"{_ALONE}so\s*pr{_ENDS}|{_ALONE}pass[\s_-]*rates?{_ENDS}|{_ALONE}solvable pass|通过率",
+                      re.I)),
+    (SOWR, re.compile(rf"{_ALONE}so\s*wr{_ENDS}|{_ALONE}win[\s_-]*rates?{_ENDS}|{_ALONE}preference{_ENDS}|胜率",
+                      re.I)),
+    (FAC, re.compile(rf"{_ALONE}fac{_ENDS}|final[\s-]answer[\s-]completeness", re.I)))
 
 
 def words(text: str) -> list[str]:
@@ -47,10 +55,17 @@ def words(text: str) -> list[str]:
     return re.findall(r"[a-z]+|\d+", clean(text).lower())
 
 
+def metrics_in_text(text: str) -> list[str]:
+    """Every metric a heading, caption or sentence names, in METRICS order (full-width letters read as ASCII:
+    NFKC, so "ＳｏＰＲ" in CJK text is SoPR)."""
+    text = unicodedata.normalize("NFKC", clean(text))
+    return [metric for metric, pattern in _TEXT_METRICS if pattern.search(text)]
+
+
 def metric_in_text(text: str) -> str | None:
     """The one metric a heading or caption names (None when it names none, or two)."""
-    found = {metric for metric, pattern in _TEXT_METRICS if pattern.search(clean(text))}
-    return found.pop() if len(found) == 1 else None
+    found = metrics_in_text(text)
+    return found[0] if len(found) == 1 else None
 
 
 def metric_word(text: str) -> str | None:

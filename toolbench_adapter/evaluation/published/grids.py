@@ -20,6 +20,9 @@ class Grid:
     caption: str | None = None  # a caption given with the table (LaTeX \caption, "Table 2: ..." after it)
     row_lines: list[int] = field(default_factory=list)
     spans_explicit: bool = False  # LaTeX writes spans out (\multicolumn); Markdown / CSV leave empty cells
+    # the context is the one above the table before this one: nothing but blank lines stands between the two (a
+    # list item above two tables names the metric of both)
+    context_shared: bool = False
 
     def line_of(self, index: int) -> int:
         return self.row_lines[index] if index < len(self.row_lines) else self.line + index

@@ -182,9 +182,18 @@ def load_all(specs: list[str], metric_texts: list[str] | None = None) -> list[Pu
         raise InputError(f"nothing names the metric of {', '.join(t.id for t in unnamed)} (no column header, "
                          "section row, caption or text above the table says pass rate, win rate or FAC)",
                          field="--published-metric",
-                         fix=f"say which, e.g. {flags} (each the metric its cells suggest: with ± SoPR, "
-                         "judge repeats; without, SoWR; check it against the paper)")
+                         fix=f"say which, e.g. {flags} ({'; '.join(_why_suggested(t) for t in unnamed)}; "
+                         "check it against the paper)")
     return tables
+
+
+def _why_suggested(table: PublishedTable) -> str:
+    """Why the fix suggests this metric for an unnamed table: the text near it that names one (never contradicted),
+    else its cells (with ± SoPR, judge repeats; without, SoWR)."""
+    why = table.metric_source.removeprefix(GUESSED).strip()
+    if " names " not in why:
+        why += " (with ± SoPR, judge repeats; without, SoWR)"
+    return f"#{table.number} {table.metric}: {why}"
 
 
 def reading_lines(table: PublishedTable) -> list[str]:

@@ -80,11 +80,14 @@ def markdown_grids(text: str) -> list[Grid]:
             j += 1
         context = [raw.strip() for raw in reversed(lines[previous_end:i]) if raw.strip()
                    and not raw.strip().startswith("```")]
+        shared = not context and bool(grids) and not any(raw.strip() for raw in lines[previous_end:i])
+        if shared:  # two tables under one sentence: the text above the first is the second's too
+            context = grids[-1].context
         caption = None
         after = next((raw for raw in lines[j:j + 3] if raw.strip()), "")
         if CAPTION_RE.match(after):
             caption = after.strip()
-        grids.append(Grid(rows, i + 1, "Markdown", header_rows, context, caption, row_lines))
+        grids.append(Grid(rows, i + 1, "Markdown", header_rows, context, caption, row_lines, context_shared=shared))
         previous_end = j
         i = j
     return grids

@@ -214,23 +214,33 @@ def published_text(comparisons: list[published.Comparison]) -> str:
 
 def example_note(result: Reproduction, comparisons: list[published.Comparison]) -> str:
     """Why the released example reproduces (almost) no published cell, and where full label sets come from:
-    `make reproduce` would otherwise end on "0 of 133 ... reproduced exactly" with no word on why."""
+    `make reproduce` would otherwise end on "0 of 133 ... reproduced exactly" with no word on why. It explains
+    only what the comparison shows: nothing when every cell with labels reproduced (it used to explain why cells
+    differ after "3 of 3 ... reproduced exactly, 0 differ")."""
     from toolbench_adapter.protocol.leaderboard import BASELINES_URL, EVALUATE_TIMES, GPT_CACHE_JUDGE
 
+    total = sum(c.total for c in comparisons)
+    without = sum(c.count(published.NO_LABELS) for c in comparisons)
+    differ = sum(c.count(published.DIFFERS) for c in comparisons)
+    if not without and not differ:
+        return ""
     sopr = [r for r in result.rows if r.score.metric == "SoPR" and r.score.mode == UPSTREAM]
     groups = sorted({r.group for r in sopr})
     queries = max((r.score.n for r in sopr), default=0)
     models = len({r.model for r in sopr})
-    total = sum(c.total for c in comparisons)
-    without = sum(c.count(published.NO_LABELS) for c in comparisons)
+    said = []
+    if without:
+        said.append(f"{without} of the {total} cells have no labels here")
+    if differ:
+        said.append(f"the {differ} that differ set {queries} queries beside a whole group's rate (they differ as any "
+                    "few queries would; the arithmetic is the same)")
     return (f"Why: StableToolBench releases labels only for this example, {queries} queries of {', '.join(groups)} "
             f"for {models} models; each published cell scores one model over a whole group (61 to 163 queries), so "
-            f"{without} of the {total} cells have no labels here, and the {total - without} that do set {queries} "
-            "queries beside a whole group's rate (they differ as any few queries would; the arithmetic is the "
-            "same). The full label sets behind the README tables are not released (THUNLP-MT/StableToolBench "
-            f"issue #30); the answers behind them are ({BASELINES_URL}, inference of February 2024): convert and "
-            f"judge them with the leaderboard's judge (tba convert; tba judge --judge-model {GPT_CACHE_JUDGE} "
-            f"--evaluate-times {EVALUATE_TIMES}) and pass the label folders to tba reproduce --labels DIR.\n")
+            f"{', and '.join(said)}. The full label sets behind the README tables are not released "
+            f"(THUNLP-MT/StableToolBench issue #30); the answers behind them are ({BASELINES_URL}, inference of "
+            f"February 2024): convert and judge them with the leaderboard's judge (tba convert; tba judge "
+            f"--judge-model {GPT_CACHE_JUDGE} --evaluate-times {EVALUATE_TIMES}) and pass the label folders to tba "
+            "reproduce --labels DIR.\n")
 
 
 def unpaired_fix(comparisons: list[published.Comparison], result: Reproduction) -> str:

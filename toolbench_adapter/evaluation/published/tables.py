@@ -35,6 +35,7 @@ from toolbench_adapter.evaluation.published.columns import (
     label,
     metric_in_text,
     metric_word,
+    metrics_in_text,
     place,
     words,
 )
@@ -177,8 +178,26 @@ def context_metric(grid: Grid) -> tuple[str | None, str]:
             # shown as printed: "(%)" kept, a Markdown heading's leading #s taken off
             shown = _LIST_MARK.sub("", re.sub(r"^#+\s*", "", cells.clean(text, keep_percent=True)))
             shown = shown if len(shown) <= 60 else shown[:57] + "..."
-            return metric, f"{kind} '{shown}'"
+            shared = " above the table before it (nothing stands between the two)" if (
+                grid.context_shared and kind != "caption") else ""
+            return metric, f"{kind} '{shown}'{shared}"
     return None, ""
+
+
+def mentioned_metric(grid: Grid, fallback: str) -> tuple[str, str] | None:
+    """For a table nothing names the metric of: the metric the text around it does name, where it cannot be
+    taken as the table's (further up than CONTEXT_LINES, or beside another metric in one sentence), so the
+    suggested --published-metric never contradicts text that names one (issue 41: a CJK sentence naming SoPR
+    got SoWR suggested). The nearest mention; ``fallback`` (the cells' guess) when that line names it too."""
+    texts = ([grid.caption] if grid.caption else []) + list(grid.context)
+    for text in texts:
+        named = metrics_in_text(text)
+        if named:
+            metric = fallback if fallback in named else named[0]
+            shown = cells.clean(text, keep_percent=True)
+            shown = shown if len(shown) <= 60 else shown[:57] + "..."
+            return metric, f"'{shown}' names {' and '.join(named)}"
+    return None
 
 
 def tables_from_grid(grid: Grid, path: Path) -> tuple[list[PublishedTable], list[str]]:
@@ -371,6 +390,11 @@ def _table(grid: Grid, path: Path, part: _Part, not_placed: list[str], malformed
         table.metric = SOPR if has_std else SOWR
         table.metric_source = (f"{GUESSED} nothing names the metric, and the cells carry ± (judge repeats)" if has_std
                                else f"{GUESSED} nothing names the metric, and no cell carries ±")
+        mentioned = mentioned_metric(grid, table.metric)
+        if mentioned is not None:  # the text does name one: the suggestion follows it, not the cells
+            table.metric = mentioned[0]
+            table.metric_source = (f"{GUESSED} nothing above the table names its metric alone, but the text "
+                                   f"{mentioned[1]}")
     means = [c.mean for r in table.rows for c in r.cells.values()]
     if means and all(0 <= m <= 1 for m in means) and any(0 < m < 1 for m in means):
         table.scale = 100.0

@@ -238,7 +238,7 @@
     // evaluations are kept apart per judge (evaluation/evaluations.py): say whose labels these are
     if (ev && ev.selfJudged) {
       box.insertBefore(el("p", {cls: "warning", id: "self-judged-warning"}, el("b", {text: "Self-judged: "}),
-        "the run's own model judged its answers (tba evaluate --judge-self). A model grading itself gives no StableToolBench number: " +
+        "the run's own model judged its answers (" + ev.selfJudgedHow + "). A model grading itself gives no StableToolBench number: " +
         "judge the run with another model for one (tba evaluate " + run.path + " --judge-url URL --judge-model NAME)."), cards);
     }
     if (ev && ev.laterFailed.length) {
