@@ -16,6 +16,7 @@ from typing import Any
 
 from toolbench_adapter.env import ToolEnv
 from toolbench_adapter.messages import initial_messages
+from toolbench_adapter.outcomes import TOOL_SERVER  # the tool server failed: the query is an infrastructure failure
 from toolbench_adapter.parsers.base import Call, ParsedTurn
 from toolbench_adapter.protocol import env as E
 from toolbench_adapter.protocol.react import TOOL_CALL_ID_PREFIX
@@ -31,7 +32,6 @@ PARSER = "mcp"  # a step record's parser: the call came as an MCP tools/call req
 # why a session takes no more calls (its ``ended``), in the words queries.jsonl's agent_outcome uses
 FINISH = "finish"  # the agent called Finish with give_answer or give_up_and_restart
 CALL_CAP = "call_cap"  # a call past max_step calls
-TOOL_SERVER = "tool_server"  # the tool server failed (transport fault): the query is an infrastructure failure
 CLOSED = "closed"  # the session was closed (the agent exited, timed out, or the run stopped)
 
 REFUSALS = {
