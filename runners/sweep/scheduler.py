@@ -60,6 +60,7 @@ class CellPlan:
     share_key: str | None = None  # cells with the same key ask the model through one memo
     queries: int = 0  # the query runs it makes (its selected queries x its trials; read while planning)
     query_keys: frozenset = frozenset()  # (group, query id) of its selected queries: what two cells share
+    groups: list[str] = field(default_factory=list)  # their groups (the names of its label files)
 
 
 DEFAULT_MAX_CELLS = 64  # cells at once unless told: each holds threads (its queries in flight) and a tool server
@@ -77,6 +78,25 @@ class CellResult:
     seconds: float = 0.0
     ran: bool = True  # False: done before, skipped
     line: str = ""
+
+
+class JudgingBar:
+    """One evaluation's judging, told to the sweep's judging bar (passrate.JudgingProgress): its jobs added to the
+    bar's total when planned, each judgement a step, the cell and judge in the postfix."""
+
+    def __init__(self, scheduler: SweepScheduler, what: str):
+        self.scheduler = scheduler
+        self.what = what
+
+    def planned(self, jobs: int) -> None:
+        bar = self.scheduler.judging_bar()
+        with self.scheduler._lock:
+            bar.total += jobs
+        bar.set_postfix_str(self.what, refresh=False)
+        bar.refresh()
+
+    def judged(self, count: int = 1) -> None:
+        self.scheduler.judging_bar().update(count)
 
 
 class SweepScheduler:
@@ -98,6 +118,7 @@ class SweepScheduler:
         self.stopping = False  # Ctrl-C: start no cell, let each running one stop starting queries
         self.stopped_now = False  # a second Ctrl-C: the cells in flight are left as they are
         self._bar: tqdm | None = None
+        self._judge_bar: tqdm | None = None
 
     # -- what a cell needs ----------------------------------------------------------------------------------
     def done_before(self, plan: CellPlan) -> bool:
@@ -189,8 +210,9 @@ class SweepScheduler:
                 raise CellFailed("interrupted")
             evaluate = evaluate_trials if plan.cfg.trials > 1 else evaluate_run
             with self._judging[judge.label]:
+                told = JudgingBar(self, f"{plan.cell.name} by {judge.label}") if self.progress else False
                 result = evaluate(plan.cfg.run_dir, judge.build_client(), cache_path=self.judge_cache,
-                                  progress=False, preflight=True, command=plan.redo, prices=self.prices,
+                                  progress=told, preflight=True, command=plan.redo, prices=self.prices,
                                   **judge.options)
             if result.judge_failures:
                 raise CellFailed(f"judge {judge.label}: {result.judge_failures} of {result.judgements} judgements "
@@ -207,9 +229,18 @@ class SweepScheduler:
         if self._bar is not None:
             self._bar.update(queries)  # tqdm locks its own updates: the cells' threads call this
 
+    def judging_bar(self) -> tqdm:
+        """The second bar: every judgement of every cell, its total growing as each evaluation plans its jobs (the
+        queries' bar stands at 100% while the last cells are judged: this one moves)."""
+        with self._lock:
+            if self._judge_bar is None:
+                self._judge_bar = tqdm(total=0, desc="judging", unit="judgement", dynamic_ncols=True, file=sys.stderr,
+                                       position=1, leave=True)
+            return self._judge_bar
+
     def run(self) -> list[CellResult]:
-        """Every cell, at most max_cells at once; one progress bar over all their queries (judging not counted),
-        its postfix the cells ended."""
+        """Every cell, at most max_cells at once; one progress bar over all their queries, its postfix the cells
+        ended, and once a cell is judged a second bar over the judgements."""
         results: list[CellResult] = []
         bar = self._bar = tqdm(total=sum(p.queries for p in self.plans), desc=f"sweep {self.state.record['name']}",
                                unit="query", disable=not self.progress, dynamic_ncols=True, file=sys.stderr)
@@ -236,6 +267,8 @@ class SweepScheduler:
             raise
         finally:
             bar.close()
+            if self._judge_bar is not None:
+                self._judge_bar.close()
             pool.shutdown(wait=False, cancel_futures=True)
         order = {plan.cell.name: i for i, plan in enumerate(self.plans)}
         return sorted(results, key=lambda r: order[r.name])
