@@ -80,6 +80,58 @@ class CellResult:
     line: str = ""
 
 
+class StartGate:
+    """The cells' start-ups one after another, in a given order, while the started cells run. A start-up is
+    checks, preflights and the cell's tool server: work for the one interpreter lock, so eight started at once
+    share it and none reaches its first model call before nearly all are ready; one at a time, the first cell's
+    queries are in flight after an eighth of it, and the rest start while the endpoints serve them. The order
+    takes each model endpoint in turn, so every endpoint gets a cell early. A cell that never says it started
+    (it failed first, it was done before) lets the next one go when it ends; a start-up that takes longer than
+    ``patience_s`` lets the next one go too."""
+
+    def __init__(self, order: list[str], patience_s: float = 5.0):
+        self.order = order
+        self.patience_s = patience_s
+        self._passed: set[str] = set()
+        self._turn = 0
+        self._changed = threading.Condition()
+
+    def wait(self, name: str) -> None:
+        deadline = time.monotonic() + self.patience_s
+        with self._changed:
+            while self._turn < len(self.order) and self.order[self._turn] != name:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    deadline = time.monotonic() + self.patience_s  # the one ahead is slow: go, and so may the next
+                    self.passed(self.order[self._turn])
+                    continue
+                self._changed.wait(left)
+
+    def passed(self, name: str) -> None:
+        """``name`` has started (or will not): the next in order may start."""
+        with self._changed:
+            self._passed.add(name)
+            while self._turn < len(self.order) and self.order[self._turn] in self._passed:
+                self._turn += 1
+            self._changed.notify_all()
+
+
+def start_order(plans: list[CellPlan]) -> list[str]:
+    """The cells' names, each model endpoint (or in-process backend) in turn: a, b, a, b, ... not a, a, ..., b."""
+    from .endpoints import model_urls
+
+    queues: dict[str, list[str]] = {}
+    for plan in plans:
+        key = ",".join(model_urls(plan.cfg)) or plan.cfg.backend
+        queues.setdefault(key, []).append(plan.cell.name)
+    order = []
+    while any(queues.values()):
+        for names in queues.values():
+            if names:
+                order.append(names.pop(0))
+    return order
+
+
 class JudgingBar:
     """One evaluation's judging, told to the sweep's judging bar (passrate.JudgingProgress): its jobs added to the
     bar's total when planned, each judgement a step, the cell and judge in the postfix."""
@@ -101,7 +153,7 @@ class JudgingBar:
 
 class SweepScheduler:
     def __init__(self, plans: list[CellPlan], state: SweepState, *, judge_cache: str, max_cells: int | None = None,
-                 progress: bool = True, say: Callable[[str], None] = print, prices=None):
+                 progress: bool = True, say: Callable[[str], None] = print, prices=None, tool_host=None):
         self.plans = plans
         self.state = state
         self.judge_cache = judge_cache
@@ -109,6 +161,7 @@ class SweepScheduler:
         self.max_cells = max_cells or max(1, min(len(plans), DEFAULT_MAX_CELLS))
         self.progress = progress
         self.say = say
+        self.tool_host = tool_host  # one listener for the cells' embedded tool servers (server/runner.py EmbeddedHost)
         self._lock = threading.Lock()
         self._memos: dict[str, MemoBackend] = {}
         self._runners: list[Runner] = []
@@ -119,6 +172,7 @@ class SweepScheduler:
         self.stopped_now = False  # a second Ctrl-C: the cells in flight are left as they are
         self._bar: tqdm | None = None
         self._judge_bar: tqdm | None = None
+        self.gate = StartGate(start_order(plans))
 
     # -- what a cell needs ----------------------------------------------------------------------------------
     def done_before(self, plan: CellPlan) -> bool:
@@ -145,6 +199,12 @@ class SweepScheduler:
 
     # -- one cell --------------------------------------------------------------------------------------------
     def run_cell(self, plan: CellPlan) -> CellResult:
+        try:
+            return self._run_cell(plan)
+        finally:
+            self.gate.passed(plan.cell.name)  # started or not, the next cell's start-up may go
+
+    def _run_cell(self, plan: CellPlan) -> CellResult:
         name = plan.cell.name
         if self.done_before(plan):
             self._advance(plan.queries)
@@ -179,11 +239,15 @@ class SweepScheduler:
         return result
 
     def _run_and_judge(self, plan: CellPlan) -> str:
+        self.gate.wait(plan.cell.name)
         if plan.cfg.trials > 1:  # a set of trials (runners/execution/trials.py): the same driving, K trials
-            runner = TrialSet(plan.cfg, backend=self.backend_for(plan), progress=False, command=plan.redo)
+            runner = TrialSet(plan.cfg, backend=self.backend_for(plan), progress=False, command=plan.redo,
+                              tool_host=self.tool_host)
         else:
-            runner = Runner(plan.cfg, backend=self.backend_for(plan), progress=False, command=plan.redo)
+            runner = Runner(plan.cfg, backend=self.backend_for(plan), progress=False, command=plan.redo,
+                            tool_host=self.tool_host)
         runner.on_query_end = lambda ended: self._advance(ended if isinstance(ended, int) else 1)
+        runner.on_started = lambda: self.gate.passed(plan.cell.name)
         with self._lock:
             self._runners.append(runner)
             if self.stopping:
@@ -245,7 +309,9 @@ class SweepScheduler:
         bar = self._bar = tqdm(total=sum(p.queries for p in self.plans), desc=f"sweep {self.state.record['name']}",
                                unit="query", disable=not self.progress, dynamic_ncols=True, file=sys.stderr)
         pool = ThreadPoolExecutor(max_workers=self.max_cells, thread_name_prefix="cell")
-        futures = {pool.submit(self.run_cell, plan): plan for plan in self.plans}
+        by_name = {plan.cell.name: plan for plan in self.plans}
+        # in the gate's order: with --max-cells below the count, the pool starts them in the order they may start
+        futures = {pool.submit(self.run_cell, by_name[name]): by_name[name] for name in self.gate.order}
         try:
             for future in as_completed(futures):
                 result = future.result()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import shlex
 import sys
@@ -206,6 +207,16 @@ def judge_args(spec, index: int, settings: dict) -> argparse.Namespace:
     parsed = parser.parse_args(argv)
     parsed.judge_self = parsed.judge_self or parsed.judge == "self"
     return parsed
+
+
+def tool_host(plans):
+    """One listener for the embedded tool servers of every cell that has one (each cell keeps its own server
+    behind it: toolbench_adapter/server/runner.py EmbeddedHost); None when no cell has."""
+    if not any(plan.cfg.server == "embedded" for plan in plans):
+        return None
+    from toolbench_adapter.server.runner import EmbeddedHost
+
+    return EmbeddedHost().start()
 
 
 class SweepCommand:
@@ -420,10 +431,14 @@ class SweepCommand:
         urls = [u for p in plans for u in model_urls(p.cfg)] + [u for p in plans for j in p.judges for u in j.urls]
         ray, ray_started = self.connect_ray(plans)
         started = time.perf_counter()
+        host = tool_host(plans)
         scheduler = SweepScheduler(plans, state, judge_cache=self.judge_cache, max_cells=self.args.max_cells,
-                                   progress=not self.args.quiet, prices=self.prices)
+                                   progress=not self.args.quiet, prices=self.prices, tool_host=host)
         print(f"sweep {self.spec.name}: {len(plans)} cells -> {self.sweep_dir}", flush=True)
         state.save()
+        # what the imports and the plan made lives to the end: the collector's full passes need not walk it while
+        # the cells run (a pass over pydantic's schemas and the rest takes 0.1 s on a loaded machine)
+        gc.freeze()
         try:
             with capped(self.spec, urls) as caps:
                 results = scheduler.run()
@@ -437,6 +452,9 @@ class SweepCommand:
                 os._exit(EXIT_INTERRUPTED)
             return EXIT_INTERRUPTED
         finally:
+            gc.unfreeze()
+            if host is not None:  # every cell has ended: nobody waits for the listener to stop
+                host.stop(wait=False)
             if ray_started:  # the Ray cluster this sweep started for its cells goes with it
                 ray.shutdown()
         seconds = time.perf_counter() - started
