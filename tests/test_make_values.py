@@ -31,7 +31,7 @@ needs_make = pytest.mark.skipif(not shutil.which("make"), reason="make is not in
 LISTS = {"GROUPS", "STRUCT_CELLS", "COMPARE", "PARSER_INPUT"}  # names separated by spaces
 ARGS = {"BENCH_ARGS", "SWEEP_ARGS", "E2E_ARGS", "DOCTOR_ARGS"}  # more flags: split as shell words
 DERIVED = ("RUN", "PARSER_INPUT", "REPORT_RUN", "REPORT_OUT")  # empty: the recipe computes them
-NAME_PARTS = {"BACKEND", "METHOD", "CONSTRAIN", "ON_INVALID"}  # what make eval's run name is made of
+NAME_PARTS = {"BACKEND", "METHOD", "CONSTRAIN", "ON_INVALID", "TRIALS"}  # what make eval's run name is made of
 # a refusal may name the variable made from the one given: RUN (from BACKEND, ...), REPORT_RUN (from RUN)
 MADE_FROM = {"RUN": NAME_PARTS, "REPORT_RUN": NAME_PARTS | {"RUN"}, "REPORT_OUT": {"REPORT_RUN"}}
 # compare-parsers reads RUN (and what makes it) only to look for results/runs/RUN/manifest.json: no such folder,
@@ -126,7 +126,7 @@ STUB = """#!/bin/sh
 # records its path and arguments, each ended by a NUL (and test's TBA_E2E_VLLM), one record per call
 { for argument in "$0" "$@"; do printf '%s\\0' "$argument"; done; printf 'TBA_E2E_VLLM=%s\\0\\n' "$TBA_E2E_VLLM"; } >> "$STUB_LOG"
 """
-PROGRAMS = ("tba", "python", "pip", "ruff", "lint-imports")
+PROGRAMS = ("tba", "python", "pip", "ruff", "lint-imports", "mkdocs")
 FOLDERS = ("VENV", "VLLM_VENV")  # the stub environments' folders
 
 

@@ -101,16 +101,17 @@ def fresh_python(code: str) -> str:
 
 
 def test_tba_imports_the_command_it_runs_and_not_every_other(tmp_path):
-    """Was: every command module was imported to build the parser (numpy, doctor, the published tables' readers:
-    about a second of a sweep's start-up on a loaded machine)."""
+    """Was: every command module was imported to build the parser (doctor, the published tables' readers, the
+    judge audit's statistics: about a second of a sweep's start-up on a loaded machine)."""
     spec = tmp_path / "spec.yaml"
     spec.write_text("name: s\nbase: {backend: scripted}\naxes: {seed: [1]}\njudges: []\n", encoding="utf-8")
     out = fresh_python(f"""
 import sys
 from runners.cli import main
 assert main(["sweep", {str(spec)!r}, "--out", {str(tmp_path / 'o')!r}, "--dry-run"]) == 0
-print(sorted(m for m in ("numpy", "toolbench_adapter.doctor", "toolbench_adapter.evaluation.published.leaderboards",
-                         "runners.cli.commands.judge_audit", "runners.cli.commands.run") if m in sys.modules))
+print(sorted(m for m in ("toolbench_adapter.doctor", "toolbench_adapter.evaluation.published.leaderboards",
+                         "toolbench_adapter.evaluation.audit.agreement", "runners.cli.commands.judge_audit",
+                         "runners.cli.commands.reproduce", "runners.cli.commands.run") if m in sys.modules))
 """)
     assert out.strip().splitlines()[-1] == "['runners.cli.commands.run']"  # sweep takes run's flags: that one only
 
