@@ -230,9 +230,9 @@ def check_report_before_eval(clone, env, standin):
     `make eval`. Exit 2 with what to run first, not only `tba run`'s "pass a folder written by tba run"."""
     done = make(clone, env, "report")
     assert done.returncode == 2, f"exit {done.returncode}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
-    assert "results/runs/eval-hf-CoT1-constrain-schema: run folder not found" in done.stderr, done.stderr
+    assert "REPORT_RUN='results/runs/eval-hf-CoT1@constrain-schema': run folder not found" in done.stderr, done.stderr
     assert "run `make eval` first" in done.stderr and "REPORT_RUN=DIR" in done.stderr, done.stderr
-    assert not (clone / "results" / "runs" / "eval-hf-CoT1-constrain-schema").exists()
+    assert not (clone / "results" / "runs" / "eval-hf-CoT1@constrain-schema").exists()
 
 
 def check_compare_parsers_live(clone, env, standin):

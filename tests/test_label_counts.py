@@ -108,3 +108,5 @@ def test_a_run_named_for_its_settings_says_them_once_in_its_row():
     assert row_name("eval-x-CoT1-constrain-schema-reask-2", both) == "eval-x-CoT1@constrain-schema@reask-2"
     assert row_name("mine", both) == "mine@constrain-schema@reask-2"
     assert row_name("eval-hf-CoT1", {"constrain": "off"}) == "eval-hf-CoT1"
+    # make eval's RUN now: the folder has the row's name, said once
+    assert row_name("eval-x-CoT1@constrain-schema@reask-2", both) == "eval-x-CoT1@constrain-schema@reask-2"

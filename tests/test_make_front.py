@@ -33,17 +33,27 @@ notes: # no help mark
 # ---- run-name --------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("settings, name", [
-    (("hf", "CoT@1", "schema", ""), "eval-hf-CoT1-constrain-schema"),
+    (("hf", "CoT@1", "schema", ""), "eval-hf-CoT1@constrain-schema"),
     (("hf", "CoT@1", "off", ""), "eval-hf-CoT1"),
     (("openai-chat", "CoT@1", "", ""), "eval-openai-chat-CoT1"),
-    (("openai-chat", "CoT@1", "schema", "reask:2"), "eval-openai-chat-CoT1-constrain-schema-reask-2"),
+    (("openai-chat", "CoT@1", "schema", "reask:2"), "eval-openai-chat-CoT1@constrain-schema@reask-2"),
     (("scripted", "DFS_woFilter_w2", "", "observe"), "eval-scripted-DFS_woFilter_w2"),
-    (("hf", "CoT@5", "off", "reask:3"), "eval-hf-CoT5-reask-3"),
+    (("hf", "CoT@5", "off", "reask:3"), "eval-hf-CoT5@reask-3"),
     (("openai-chat", "CoT@1", "", "", "5"), "eval-openai-chat-CoT1-trials5"),  # a set of trials (issue 42)
     (("openai-chat", "CoT@1", "", "", "1"), "eval-openai-chat-CoT1"),
+    (("openai-chat", "CoT@1", "schema", "", "3"), "eval-openai-chat-CoT1-trials3@constrain-schema"),
 ])
 def test_run_name_says_each_setting_that_is_not_upstreams(settings, name):
     assert make_front.run_name(*settings) == name
+
+
+def test_the_run_folder_and_its_leaderboard_row_have_one_name():
+    """Was: folder eval-hf-CoT1-constrain-schema, row eval-hf-CoT1@constrain-schema."""
+    from toolbench_adapter.structured.describe import row_name
+
+    for constrain, on_invalid in (("schema", ""), ("schema", "reask:2"), ("off", "reask:1"), ("off", "")):
+        folder = make_front.run_name("hf", "CoT@1", constrain, on_invalid)
+        assert row_name(folder, {"constrain": constrain or "off", "on_invalid": on_invalid or "observe"}) == folder
 
 
 # ---- check-vars ------------------------------------------------------------------------------------------------
@@ -95,16 +105,10 @@ def test_check_vars_runs_with_the_system_python_alone(tmp_path):
     assert (passed.returncode, passed.stdout) == (0, "")
     named = subprocess.run([sys.executable, "-I", "-S", str(SCRIPT), "run-name", "--backend=hf", "--method=CoT@1",
                             "--constrain=", "--on-invalid=reask:2"], capture_output=True, text=True, timeout=60)
-    assert (named.returncode, named.stdout) == (0, "eval-hf-CoT1-reask-2\n")
+    assert (named.returncode, named.stdout) == (0, "eval-hf-CoT1@reask-2\n")
 
 
 # ---- help ------------------------------------------------------------------------------------------------------
-
-def test_values_arrive_as_lines_without_quoting():
-    lines = "A=it's \"quoted\" & $x\n B=two words\n C=\n newline=\n\n D=x=y\n"
-    assert make_front.parse_values(lines) == {"A": "it's \"quoted\" & $x", "B": "two words", "C": "", "newline": "",
-                                              "D": "x=y"}
-
 
 def test_help_fills_in_values_sorts_targets_and_lists_the_set_if_unset_variables():
     page = make_front.help_page([SMALL_MAKEFILE, "extra: ## from $(PYTHON)\nOTHER ?= 1\n"],
@@ -122,16 +126,18 @@ def test_help_fills_in_values_sorts_targets_and_lists_the_set_if_unset_variables
     assert make_front.fill_in("$(NOT_A_VALUE) and $(lower)", {"lower": "x"}) == "$(NOT_A_VALUE) and x"
 
 
-def test_help_reads_make_values_over_the_environment(tmp_path, monkeypatch, capsys):
+def test_help_reads_the_environment_and_fills_in_the_derived_defaults(tmp_path, monkeypatch, capsys):
+    """make exports every variable into the recipe's environment: help reads it there (no quoting of any kind)."""
     makefile = tmp_path / "Makefile"
-    makefile.write_text(SMALL_MAKEFILE)
-    monkeypatch.setenv("BACKEND", "from-the-environment")
-    monkeypatch.setenv("PYTHON", "from-the-environment")
-    monkeypatch.setenv("MAKE_VALUES", "BACKEND=scripted\n EMPTY=\n")
+    makefile.write_text(SMALL_MAKEFILE + "RUN ?=\n")
+    monkeypatch.setenv("BACKEND", "scripted")
+    monkeypatch.setenv("EMPTY", "")
+    monkeypatch.setenv("METHOD", "CoT@1")
+    monkeypatch.setenv("RUN", "")
     assert make_front.main(["help", str(makefile)]) == 0
     out = capsys.readouterr().out
     assert "  zeta             last, reads scripted and (empty)\n" in out
-    assert "  PYTHON=from-the-environment\n  BACKEND=scripted\n" in out
+    assert "  RUN=eval-scripted-CoT1\n" in out  # empty: the name make eval gives its run
 
 
 # ---- through make -----------------------------------------------------------------------------------------------
@@ -194,5 +200,7 @@ def test_the_checker_finds_what_it_forbids():
 def test_the_makefile_has_no_make_language_programming():
     """subst, awk's substr and shell loops made the Makefile a program nobody tested: make_front.py does it now."""
     text = (PROJECT_ROOT / "Makefile").read_text(encoding="utf-8")
-    assert makefile_programming(text, set()) == []  # compare-structured / -parsers-live are tba sweep calls now
+    # shell_word: the one quoting make still does (make 4.3's $(shell) gets no exported variable: the check of
+    # the command line's variables is passed its words quoted); every recipe takes its values from the environment
+    assert makefile_programming(text, {"shell_word"}) == []
     assert "runners/cli/make_front.py" in text

@@ -109,24 +109,36 @@ def variables_targets_read(text: str) -> set[str]:
 
 
 def test_make_help_lists_every_variable_a_target_reads():
-    """Was: `make help` left out STRUCT_VARIANTS, LIVE_PARSERS, JUDGE_FLAGS' inputs, PARSER_CORPUS, ... ."""
+    """Was: `make help` left out STRUCT_VARIANTS, LIVE_PARSERS, JUDGE_FLAGS' inputs, PARSER_CORPUS, ... . A target's
+    variables: those of its rule and shell recipe, and those its command is built from (make_recipes.py)."""
+    from runners.cli.make_recipes import RECIPES
+    from tests.test_make_values import makefile_defaults, recipe_reads
+
+    defaults = makefile_defaults()
     read = variables_targets_read((PROJECT_ROOT / "Makefile").read_text(encoding="utf-8"))
+    read |= {name for target in RECIPES for name in recipe_reads(target, defaults)}
     assert {"STRUCT_CELLS", "LIVE_PARSERS", "PARSER_CORPUS", "CONSTRAIN", "ON_INVALID", "JUDGE_BACKEND",
             "EVAL_TIMES", "VENV", "E2E_ARGS"} <= read
-    base = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
-    done = subprocess.run(["make", "-s", "help"], cwd=PROJECT_ROOT, env=base, capture_output=True, text=True,
-                          timeout=60)  # help runs nothing but echo, grep and awk
-    assert done.returncode == 0, done.stderr
-    listed = set(re.findall(r"^  ([A-Z][A-Z0-9_]*)=", done.stdout.split("Variables (now):", 1)[1], re.M))
-    assert read - listed == set()
+    assert read - set(defaults) == set()
 
 
 def test_make_eval_passes_constrain_and_on_invalid_for_every_backend():
     offline = make("eval")  # the local model: constrained decoding by default (not upstream), its run named so
-    assert "--constrain schema" in offline.stdout and "--name eval-hf-CoT1-constrain-schema" in offline.stdout
+    assert "--constrain=schema" in offline.stdout and "--name=eval-hf-CoT1@constrain-schema" in offline.stdout
     upstream = make("eval", "CONSTRAIN=off")
-    assert "--constrain off" in upstream.stdout and "--name eval-hf-CoT1 " in upstream.stdout
+    assert "--constrain=off" in upstream.stdout and "--name=eval-hf-CoT1 " in upstream.stdout
     served = make("eval", "BACKEND=openai-chat", "CONSTRAIN=schema", "ON_INVALID=reask:2")
-    assert "--constrain schema --on-invalid reask:2" in served.stdout
-    assert "--name eval-openai-chat-CoT1-constrain-schema-reask-2" in served.stdout
+    assert "--constrain=schema --on-invalid=reask:2" in served.stdout
+    assert "--name=eval-openai-chat-CoT1@constrain-schema@reask-2" in served.stdout
     assert "--constrain" not in make("eval", "BACKEND=openai-chat").stdout  # others: upstream unless asked
+
+
+def test_make_compare_parsers_live_passes_constrain_and_on_invalid_as_make_eval_does():
+    """Was: CONSTRAIN did not reach compare-parsers-live (0.0 beside make eval's 41.7 with the local model, and
+    nothing said why); its sweep also ran --quiet, silent for minutes."""
+    live = make("compare-parsers-live", "ON_INVALID=reask:1").stdout
+    sweep = next(line for line in live.splitlines() if " sweep runners/sweeps/compare-parsers-live.yaml" in line)
+    assert "--constrain=schema" in sweep and "--on-invalid=reask:1" in sweep and "--quiet" not in sweep
+    structured = next(line for line in make("compare-structured").stdout.splitlines()
+                      if " sweep runners/sweeps/compare-structured.yaml" in line)
+    assert "--constrain" not in structured and "--quiet" not in structured  # there they are the sweep's axes

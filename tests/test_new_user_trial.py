@@ -51,8 +51,8 @@ def test_a_judge_url_given_to_make_eval_means_an_openai_judge():
     """Was: JUDGE_BACKEND stayed hf on the default backend and JUDGE_URL was ignored."""
     given = make_dry("eval", "RUN=x", "GROUPS=G1_instruction", "JUDGE_URL=http://127.0.0.1:9999/v1",
                      "JUDGE_MODEL=gpt-4o").stdout
-    assert "--judge-backend openai" in given and "--judge-url http://127.0.0.1:9999/v1" in given
-    assert "--judge-backend hf" in make_dry("eval").stdout  # the offline default keeps its local judge
+    assert "--judge-backend=openai" in given and "--judge-url=http://127.0.0.1:9999/v1" in given
+    assert "--judge-backend=hf" in make_dry("eval").stdout  # the offline default keeps its local judge
 
 
 def eval_args(tmp_path, *judge: str) -> list[str]:

@@ -82,15 +82,15 @@ def test_make_eval_with_a_served_model_and_no_judge_stops_before_the_run():
         assert refused.returncode == 2 and "no judge given" in refused.stderr
         assert "tba run" not in refused.stdout  # stopped at `tba eval --check-only`, before the run
     asked = make("eval", *served_flags, "JUDGE=self")
-    assert asked.returncode == 0 and "--judge self" in asked.stdout and "--judge-url" not in asked.stdout
+    assert asked.returncode == 0 and "--judge=self" in asked.stdout and "--judge-url" not in asked.stdout
     judged = make("eval", *served_flags, "JUDGE_URL=https://api.openai.com/v1", "JUDGE_MODEL=gpt-4o-mini")
     assert judged.returncode == 0
-    assert "--judge-model gpt-4o-mini --judge-url https://api.openai.com/v1" in judged.stdout
-    assert "--judge self" not in judged.stdout and "ToolLLaMA-2-7b-v2 --judge-url" not in judged.stdout
+    assert "--judge-model=gpt-4o-mini --judge-url=https://api.openai.com/v1" in judged.stdout
+    assert "--judge=self" not in judged.stdout and "ToolLLaMA-2-7b-v2 --judge-url" not in judged.stdout
     wrong = make("eval", *served_flags, "JUDGE=yes", dry=False)
     assert wrong.returncode == 2 and "argument --judge: invalid choice: 'yes'" in wrong.stderr
     offline = make("eval")  # the offline default keeps its local judge
-    assert offline.returncode == 0 and "--judge-backend hf" in offline.stdout and "--judge self" not in offline.stdout
+    assert offline.returncode == 0 and "--judge-backend=hf" in offline.stdout and "--judge=self" not in offline.stdout
 
 
 @pytest.mark.skipif(not shutil.which("make"), reason="GNU make is not installed")
@@ -108,9 +108,9 @@ def test_make_refuses_a_judge_that_is_the_runs_own_model_before_the_run(target, 
     assert "is the run's own model" in done.stderr and "JUDGE=self" in done.stderr
     assert "tba run" not in done.stdout and "tba evaluate" not in done.stdout  # stopped before any model call
     asked = make(target, *served_flags, "JUDGE=self")
-    assert asked.returncode == 0 and "--judge self" in asked.stdout
+    assert asked.returncode == 0 and "--judge=self" in asked.stdout
     other = make(target, *served_flags[:-1], "JUDGE_MODEL=gpt-4o-mini")
-    assert other.returncode == 0 and "--judge-model gpt-4o-mini" in other.stdout
+    assert other.returncode == 0 and "--judge-model=gpt-4o-mini" in other.stdout
 
 
 # ---- tba evaluate ------------------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ import itertools
 import json
 import re
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from runners.execution.runner import Runner
 from runners.judging.evaluate import evaluate_run
 from runners.models.react_script import react_script
 from runners.models.scripted import ScriptedBackend
+from tests.test_report_chromium import chromium  # noqa: F401 (a fixture)
 from toolbench_adapter.errors import InputError
 from toolbench_adapter.report.sweep_matrix import build_matrix, read_sweep, write_matrix
 from toolbench_adapter.report.sweep_matrix_render import header, row_texts
@@ -240,3 +242,23 @@ def test_report_index_on_a_malformed_sweep_json_is_exit_2(tmp_path, capsys):
     (tmp_path / "sweep.json").write_text("[]")
     assert main(["report", "--index", str(tmp_path)]) == 2
     assert "sweep.json" in capsys.readouterr().err and not (tmp_path / "index.html").exists()
+
+
+def test_report_index_fits_a_1400_px_window_in_chromium(sweep, chromium, tmp_path, capsys):  # noqa: F811
+    """Was: every cell of the index's tables kept to one line, so a failed cell's reason and the comparability
+    column pushed the last columns past a 1,400 px window (3,155 px here): they wrap now."""
+    from tests.test_report_chromium import Chrome, assert_fits
+
+    assert main(["report", "--index", str(sweep)]) == 0
+    chrome = Chrome(chromium, tmp_path / "profile")
+    try:
+        url = (sweep / "index.html").as_uri()
+        chrome.send("Page.navigate", page=True, url=url)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not chrome.js(f"location.href === {json.dumps(url)} && "
+                                                           "document.readyState === 'complete'"):
+            time.sleep(0.05)
+        assert chrome.js("document.querySelectorAll('#matrix td').length") > 0
+        assert_fits(chrome, "sweep index")
+    finally:
+        chrome.close()

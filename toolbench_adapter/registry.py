@@ -8,6 +8,7 @@ registry does not import heavy backends). Third parties add entries through the 
 from __future__ import annotations
 
 import difflib
+import functools
 import importlib
 import threading
 from collections.abc import Callable
@@ -17,6 +18,13 @@ from typing import Any, Generic, TypeVar
 T = TypeVar("T")
 
 ENTRY_POINT_PREFIX = "toolbench_adapter."
+
+
+@functools.lru_cache(maxsize=1)
+def installed_entry_points():
+    """Every installed distribution's entry points, read once per process: each read scans every distribution's
+    metadata (a few hundred files), and each registry's first use asked for its group with a scan of its own."""
+    return entry_points()
 
 
 class UnknownNameError(KeyError):
@@ -50,7 +58,7 @@ class Registry(Generic[T]):
         with self._lock:
             if self._entry_points_loaded:
                 return
-            for ep in entry_points(group=ENTRY_POINT_PREFIX + self.kind):
+            for ep in installed_entry_points().select(group=ENTRY_POINT_PREFIX + self.kind):
                 self._entries.setdefault(ep.name, ep.value)
             self._entry_points_loaded = True
 

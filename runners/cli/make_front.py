@@ -1,13 +1,18 @@
-"""The Makefile's own plumbing, in Python: `make help`'s page, the refusal of an unknown command-line variable
-(with the closest known name) and the name of `make eval`'s run folder.
+"""The Makefile's own plumbing, in Python: every target's command (make_recipes.py), `make help`'s page, the
+refusal of an unknown command-line variable (with the closest known name) and the name of `make eval`'s run folder.
 
 Why it exists: written in make's language (nested subst, awk programs inside $(shell), shell quoting of every
-value) these were untested and unreadable; here each is a function with unit tests (tests/test_make_front.py).
-It runs with the system python3 ($(PYTHON)) before `make install` has made .venv, so it imports the standard
-library only, never the package.
+value) these were untested and unreadable, and a value pasted into a recipe's shell line was run by that shell
+(`make eval RUN='$$(touch F)'` ran touch); here each is a function with unit tests (tests/test_make_front.py,
+tests/test_make_values.py), and the values reach the commands as data: the Makefile exports every variable into
+the recipe's environment, `run TARGET` builds the argv from it and executes it without a shell. It runs with the
+system python3 ($(PYTHON)) before `make install` has made .venv, so it imports the standard library only, never
+the package.
 
-    make_front.py help MAKEFILE...                  the values: NAME=VALUE lines in $MAKE_VALUES, else the environment
-    make_front.py check-vars MAKEFILE... -- NAME...  the refusal (make stops with it) or nothing; exit 0 either way
+    make_front.py run TARGET                           the target's command from the environment, executed (make -n:
+                                                       printed)
+    make_front.py help MAKEFILE...                     the values: the environment (make exports every variable)
+    make_front.py check-vars MAKEFILE... -- NAME=VALUE...  the refusal (make stops with it) or nothing; exit 0 either way
     make_front.py run-name --backend=B --method=M --constrain=C --on-invalid=P [--trials=K]
 """
 
@@ -16,9 +21,16 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import subprocess
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+
+if __package__:
+    from .make_recipes import RECIPES, Refused, Values, derived_defaults, run_name
+else:  # run by the Makefile as a script, before the package is installed: its sibling from its own folder
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # (python -I leaves that folder off the path)
+    from make_recipes import RECIPES, Refused, Values, derived_defaults, run_name
 
 # make's own variables a command line may set (make reads them, no target names them)
 MAKE_OWN_VARIABLES = ("MAKEFLAGS", "GNUMAKEFLAGS", "MFLAGS", "MAKEFILES", "MAKE", "MAKESHELL", "SHELL",
@@ -76,34 +88,81 @@ def unknown_variables_message(given: Iterable[str], known: Iterable[str]) -> str
     return " ".join(parts) + " (`make help` lists the variables)" if parts else ""
 
 
-# ---- run-name: make eval's run folder says every setting that is not upstream's ----------------------------------
+# variables make itself reads as file names (a rule's target: $(VENV)/.installed): make splits them at whitespace
+# and reads : % # ; * ? [ ] as its own syntax there, so such a value cannot be passed through as data
+TARGET_PATH_VARIABLES = ("VENV", "VLLM_VENV")
+MAKE_SPECIAL = re.compile(r"[\s:%#;*?\[\]=]")
 
-def run_name(backend: str, method: str, constrain: str = "", on_invalid: str = "", trials: str = "") -> str:
-    """eval-BACKEND-METHOD (its "@" dropped), then -constrain-C unless C is empty or off, then the on-invalid
-    policy with ":" as "-" unless it is empty or observe, then -trialsK unless K is empty or 1 (a set of trials is
-    a folder of its own kind): e.g. eval-hf-CoT1-constrain-schema-reask-2, eval-openai-chat-CoT1-trials5."""
-    constrain, on_invalid, trials = constrain.strip(), on_invalid.strip(), trials.strip()
-    name = f"eval-{backend.strip()}-{method.strip().replace('@', '')}"
-    if constrain and constrain != "off":
-        name += f"-constrain-{constrain}"
-    if on_invalid and on_invalid != "observe":
-        name += "-" + on_invalid.replace(":", "-")
-    if trials and trials != "1":
-        name += f"-trials{trials}"
-    return name
+
+def target_path_message(assignments: Mapping[str, str]) -> str:
+    """The refusal of a value make would read as rule syntax ("" when there is none)."""
+    parts = []
+    for name in TARGET_PATH_VARIABLES:
+        value = assignments.get(name)
+        if value is not None and (MAKE_SPECIAL.search(value) or not value):
+            parts.append(f"{name}={value!r}: make reads this folder as a rule's target, so it cannot hold "
+                         "whitespace or any of : % # ; * ? [ ] = (choose a folder without them)")
+    return " ".join(parts)
+
+
+# ---- run: a target's command from the environment, executed without a shell ---------------------------------------
+
+def make_flags(environ: Mapping[str, str]) -> str:
+    """make's one-letter flags (MAKEFLAGS' first word: "ns" for -n -s), "" when none."""
+    words = environ.get("MAKEFLAGS", "").split()
+    return words[0] if words and not words[0].startswith("-") else ""
+
+
+def child_environment(environ: Mapping[str, str], makefiles: list[Path]) -> dict[str, str]:
+    """The command's environment: the recipe's, less the Makefile's own variables (make exports them all so that
+    they reach this script as data; the command reads its settings from its flags, and a tool that reads
+    variables of its own, such as vLLM's VLLM_*, would otherwise see ours)."""
+    texts = [path.read_text(encoding="utf-8") for path in makefiles if path.is_file()]
+    ours = set(known_variables(texts)) - set(MAKE_OWN_VARIABLES) if texts else set()
+    return {k: v for k, v in environ.items() if k not in ours}
+
+
+def run_target(target: str, environ: Mapping[str, str], makefiles: list[Path]) -> int:
+    """Build the target's commands from the variables and run them one after another (the last one in place of
+    this process: its signals and exit status are the target's). make -n: print them only."""
+    try:
+        commands = RECIPES[target](Values(environ))
+    except Refused as exc:
+        print(f"make {target}: error: {exc}\n  fix: {exc.fix}", file=sys.stderr)
+        return 2
+    flags = make_flags(environ)
+    dry, silent = any(f in flags for f in "nqt"), "s" in flags
+    env = child_environment(environ, makefiles)
+    for index, command in enumerate(commands):
+        if dry or not silent:
+            print(command.text(), flush=True)
+        if dry:
+            continue
+        full = {**env, **command.env}
+        try:
+            if index == len(commands) - 1:
+                os.execvpe(command.argv[0], command.argv, full)
+            status = run_child(command.argv, full)
+        except FileNotFoundError:
+            print(f"make {target}: error: no program {command.argv[0]} (VENV={environ.get('VENV', '')!r})\n"
+                  "  fix: `make install` makes .venv; or VENV=DIR, a folder with an installed environment",
+                  file=sys.stderr)
+            return 2
+        if status != 0:
+            return status
+    return 0
+
+
+def run_child(argv: list[str], env: dict[str, str]) -> int:
+    """One command of several; Ctrl-C reaches it too (one process group): wait for it to end, then stop."""
+    child = subprocess.Popen(argv, env=env)
+    try:
+        return child.wait()
+    except KeyboardInterrupt:
+        return child.wait() or 130
 
 
 # ---- help: each target's "## " line with $(VAR) replaced by its value now, then the ?= variables ------------------
-
-def parse_values(lines: str) -> dict[str, str]:
-    """NAME=VALUE lines (make's foreach puts a space before each line after the first) as a mapping."""
-    values = {}
-    for line in lines.split("\n"):
-        name, equals, value = line.lstrip().partition("=")
-        if equals and re.fullmatch(r"[A-Za-z_.][A-Za-z0-9_.]*", name):
-            values[name] = value
-    return values
-
 
 def fill_in(text: str, values: Mapping[str, str]) -> str:
     """Each $(NAME) in ``text`` replaced by its value ("(empty)" when empty); a name without one stays as written."""
@@ -128,10 +187,14 @@ def help_page(makefile_texts: list[str], values: Mapping[str, str]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="make_front.py", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="run a target's command, built from the variables in the environment")
+    run.add_argument("target", choices=sorted(RECIPES))
+    run.add_argument("--makefile", action="append", type=Path, default=None,
+                     help="the Makefile(s) naming the variables (default: ./Makefile)")
     show = commands.add_parser("help", help="print `make help`'s page")
     show.add_argument("makefiles", nargs="+", type=Path)
     check = commands.add_parser("check-vars", help="refuse command-line variables no makefile names",
-                                usage="make_front.py check-vars MAKEFILE... -- NAME...")
+                                usage="make_front.py check-vars MAKEFILE... -- NAME=VALUE...")
     check.add_argument("makefiles", nargs="+", type=Path)
     name = commands.add_parser("run-name", help="make eval's run folder name")
     for flag in ("--backend", "--method", "--constrain", "--on-invalid", "--trials"):
@@ -144,15 +207,18 @@ def main(argv: list[str] | None = None) -> int:
         print(run_name(arguments.backend, arguments.method, arguments.constrain, arguments.on_invalid,
                        arguments.trials))
         return 0
+    if arguments.command == "run":
+        return run_target(arguments.target, os.environ, arguments.makefile or [Path("Makefile")])
     texts = [path.read_text(encoding="utf-8") for path in arguments.makefiles]
     if arguments.command == "check-vars":
-        message = unknown_variables_message(given, known_variables(texts))
+        assignments = dict(item.partition("=")[::2] for item in given)
+        message = " ".join(part for part in (unknown_variables_message(assignments, known_variables(texts)),
+                                             target_path_message(assignments)) if part)
         if message:
             print(message)
         return 0  # printed or not: make stops on the text, and on no output at all only if this never ran
-    # the recipe's environment holds the command line's and make's exported variables; MAKE_VALUES the rest
-    values = {**os.environ, **parse_values(os.environ.get("MAKE_VALUES", ""))}
-    sys.stdout.write(help_page(texts, values))
+    # the recipe's environment holds every variable (the Makefile exports them all), the derived ones filled in
+    sys.stdout.write(help_page(texts, derived_defaults(os.environ)))
     return 0
 
 

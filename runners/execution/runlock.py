@@ -93,8 +93,9 @@ class RunFolderLock:
     said on stderr, ``taken_over`` set to its details."""
 
     def __init__(self, folder: str | Path, command: str | None = None, *, fix: str | None = None,
-                 hold_folder: bool = False):
+                 hold_folder: bool = False, what: str = "run folder"):
         self.folder = Path(folder)
+        self.what = what  # the folder as messages name it (a sweep's folder holds its cells' run folders)
         self.hold_folder = hold_folder  # make the folder if missing, so its own flock holds from the start
         self.path = lock_path(self.folder)
         self.command = command or shlex.join(sys.argv)  # a library caller: the process's own command line
@@ -161,7 +162,7 @@ class RunFolderLock:
                 return
         os.close(folder_fd)
         self.release()
-        raise FolderBusy("another command is writing this run folder (it holds the folder's own lock; its lock file "
+        raise FolderBusy(f"another command is writing this {self.what} (it holds the folder's own lock; its lock file "
                          f"{self.path} was deleted while it ran, so its details are gone)", path=self.folder,
                          fix=self.fix, holder=None)
 
@@ -175,7 +176,7 @@ class RunFolderLock:
                 time.sleep(0.05)
         holder = _read(fd)
         os.close(fd)
-        raise FolderBusy(f"another command is writing this run folder: {describe(holder)}", path=self.folder,
+        raise FolderBusy(f"another command is writing this {self.what}: {describe(holder)}", path=self.folder,
                          fix=self.fix, holder=holder)
 
     def _still_at_path(self, fd: int) -> bool:
@@ -201,13 +202,13 @@ class RunFolderLock:
         holder = _read(fd)
         if holder and holder.get("host") != socket.gethostname():
             os.close(fd)
-            raise FolderBusy(f"another command may be writing this run folder: {describe(holder)} (this "
+            raise FolderBusy(f"another command may be writing this {self.what}: {describe(holder)} (this "
                              "filesystem has no flock, so a command on another host cannot be checked)",
                              path=self.folder, holder=holder, fix=f"{self.fix}; once that command is gone, "
                              f"delete {self.path}")
         if holder and pid_alive(holder.get("pid")):
             os.close(fd)
-            raise FolderBusy(f"another command is writing this run folder: {describe(holder)}", path=self.folder,
+            raise FolderBusy(f"another command is writing this {self.what}: {describe(holder)}", path=self.folder,
                              fix=self.fix, holder=holder)
         mine = self._mine()
         self._take(fd, mine)
@@ -216,7 +217,7 @@ class RunFolderLock:
         if holder != mine:
             self._fd = None
             os.close(fd)
-            raise FolderBusy(f"another command is writing this run folder: {describe(holder)}", path=self.folder,
+            raise FolderBusy(f"another command is writing this {self.what}: {describe(holder)}", path=self.folder,
                              fix=self.fix, holder=holder)
 
     def release(self) -> None:

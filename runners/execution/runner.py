@@ -66,7 +66,8 @@ class CannotWriteRun(InputError):
 
 class Runner:
     def __init__(self, cfg: RunConfig, backend=None, server_url: str | None = None, progress: bool = True,
-                 client_options: dict | None = None, command: str | None = None, executor=None, outside=None):
+                 client_options: dict | None = None, command: str | None = None, executor=None, outside=None,
+                 tool_host=None):
         cfg.validate()
         cfg.search_method()  # an unknown method: exit 2 before a backend is built
         if executor is None:
@@ -82,6 +83,9 @@ class Runner:
         self.structured = setup.structured  # --constrain / --on-invalid (search/structured.py); None: as upstream
         self.method = setup.method
         self.server_url = server_url
+        # the embedded tool server's listener, shared with other runs of this process (a sweep's cells:
+        # server/runner.py EmbeddedHost); None: the run starts and stops one of its own
+        self.tool_host = tool_host
         self.tool_probe = None  # the tool server's counts over a session (setup_facts.py)
         self.tool_session: dict | None = None
         self.tool_coverage = None  # how many of the queries' tools the tool folder documents (setup_facts.py)
@@ -91,6 +95,9 @@ class Runner:
         self.progress = progress
         # called with each query's outcome as it ends, and once with the count already done (a sweep's one bar)
         self.on_query_end: Callable[[QueryOutcome | int], None] | None = None
+        # called once the checks and preflights are done, just before the queries start (a sweep starts its
+        # cells one after another up to here: runners/sweep/scheduler.py StartGate)
+        self.on_started: Callable[[], None] | None = None
         self.command = command  # the command line that started this session (the manifest keeps it: redo hint)
         # how queries are spread (execution/executors.py): threads here, or Ray workers; made now so a missing
         # extra is exit 2 before anything is written
@@ -129,6 +136,12 @@ class Runner:
             cache_dir=self.cfg.cache_dir, tools_dir=self.cfg.tool_root, stb_root=resolve_root(self.cfg.stb_root),
             simulator=self.cfg.simulator, save=self.cfg.cache_dir is not None, compat=self.compat))
         self.tool_probe = ToolServerProbe([], embedded=server, simulator=self.cfg.simulator)
+        if self.tool_host is not None:  # its own app and VirtualServer (cache, simulator, counts), a shared listener
+            from toolbench_adapter.protocol.server import VIRTUAL_PATH
+
+            with self.tool_host.mounted(create_app(server)) as prefix:
+                yield prefix + VIRTUAL_PATH
+            return
         with EmbeddedServer(create_app(server)) as embedded:
             yield embedded.url
 
@@ -230,6 +243,8 @@ class Runner:
             try:
                 client.preflight()  # every --server URL answers /virtual, or exit 2 naming it, before any query
                 self.tool_probe.begin()  # the tool server's counts so far (setup_facts.py)
+                if self.on_started is not None:
+                    self.on_started()
                 # the session is recorded only now: a refused preflight leaves no session that reads as interrupted
                 try:
                     write_json_atomic(self.run_dir / MANIFEST, manifest, fsync=True)

@@ -120,10 +120,10 @@ def check_set_folder(cfg: RunConfig) -> dict | None:
 class TrialSet:
     """Runs a set's trials one after another; ``run()`` returns the set's record (trials.json) with each trial's
     manifest under ``"manifests"``. Quacks like a Runner where a sweep drives it: ``stopping``, ``on_query_end``,
-    ``executor``."""
+    ``executor``, ``on_started``; a sweep's shared tool-server listener (``tool_host``) serves each trial."""
 
     def __init__(self, cfg: RunConfig, backend=None, progress: bool = True, command: str | None = None,
-                 executor=None, client_options: dict | None = None):
+                 executor=None, client_options: dict | None = None, tool_host=None):
         cfg.validate()
         cfg.search_method()
         if not 1 <= cfg.trials <= MAX_TRIALS:
@@ -138,11 +138,12 @@ class TrialSet:
         # one executor for every trial (ray: the workers started once); threads: each trial's own is as good
         self.executor = executor if executor is not None else make_executor(cfg)
         self.runners = [Runner(trial_config(cfg, i), backend=self.backend, progress=progress, command=command,
-                               executor=self.executor, client_options=client_options)
+                               executor=self.executor, client_options=client_options, tool_host=tool_host)
                         for i in range(cfg.trials)]
         self.setup = self.runners[0].setup
         self._stopping = False
         self.on_query_end: Callable[[Any], None] | None = None
+        self.on_started: Callable[[], None] | None = None  # told when the first trial's queries start
 
     @property
     def stopping(self) -> bool:
@@ -199,6 +200,7 @@ class TrialSet:
                 if self.stopping:
                     raise KeyboardInterrupt
                 runner.on_query_end = self.on_query_end
+                runner.on_started = self.on_started if index == 0 else None
                 manifest = runner.run()
                 manifests.append(manifest)
                 halted = (manifest.get("sessions") or [{}])[-1].get("halted")

@@ -34,6 +34,7 @@ from toolbench_adapter.evaluation.evaluations import (
 )
 from toolbench_adapter.evaluation.evaluator import load_evaluator
 from toolbench_adapter.evaluation.judging.judge import make_judge
+from toolbench_adapter.evaluation.judging.passrate import JudgingProgress
 from toolbench_adapter.evaluation.judging.preflight import prepare_judge
 from toolbench_adapter.evaluation.judging.run_judge import judge_file
 from toolbench_adapter.evaluation.scoring.counts import LabelCounts
@@ -109,7 +110,7 @@ def check_self_judging(manifest: dict, judge_model: str | None, *, judge_self: b
 
 def evaluate_run(run_dir: str | Path, client, *, evaluator: str | None = None, evaluators_dir: str | None = None,
                  mode: str = "auto", evaluate_times: int = 3, concurrency: int = 4, cache_path: str | None = None,
-                 model_label: str | None = None, progress: bool = True, max_tokens: int | None = None,
+                 model_label: str | None = None, progress: bool | JudgingProgress = True, max_tokens: int | None = None,
                  score_anyway: bool = False, executor=None, preflight: bool = False, judge_self: bool = False,
                  checked: tuple[list[str], list[str]] | None = None, command: str | None = None,
                  judge_constrain: bool = False, prices=None) -> Evaluation:
@@ -191,7 +192,7 @@ def evaluate_run(run_dir: str | Path, client, *, evaluator: str | None = None, e
 
 def _judge_groups(result: Evaluation, run_dir: Path, groups: list[str], judge, writer: EvaluationWriter,
                   identity: JudgeIdentity, *, model: str, method: str, ids_dir, evaluate_times: int, concurrency: int,
-                  cache_path, progress: bool, executor, score_anyway: bool) -> None:
+                  cache_path, progress: bool | JudgingProgress, executor, score_anyway: bool) -> None:
     meta = {"evaluation": writer.id, "judge_mode_chosen_by": judge.mode_choice, "self_judged": identity.self_judged}
     for group in groups:
         converted = convert_folder(run_dir / group, method)

@@ -44,3 +44,22 @@ def capped(spec: Spec, urls: Iterable[str]) -> Iterator[dict[str, object]]:
     finally:
         for url in caps:
             inflight.clear_cap(url)
+
+
+def utilisation_lines(caps: dict[str, inflight.Cap], judge_urls: Iterable[str]) -> list[str]:
+    """The summary's line per endpoint. A model endpoint: its utilisation over the sweep (the cells keep it busy
+    from start to end). A judge endpoint idles while the cells run, so over the sweep it reads near 0% however
+    many judgements it served: its requests, how many it had at once and its busy slot-seconds instead."""
+    judges = {u.rstrip("/") for u in judge_urls}
+    lines = []
+    for url, cap in caps.items():
+        if url not in judges:
+            lines.append(f"  model endpoint {url}: {cap.requests} requests; utilisation {cap.utilisation():.0%} of "
+                         f"its {cap.max_in_flight} slots over the sweep")
+        elif not cap.requests:
+            lines.append(f"  judge endpoint {url}: no request reached it (every verdict came from the judge cache)")
+        else:
+            lines.append(f"  judge endpoint {url}: {cap.requests} requests (judgements and its checks), at most "
+                         f"{cap.peak} of its {cap.max_in_flight} slots at once, {cap.mark().busy_s:.1f} s busy in "
+                         "all")
+    return lines

@@ -60,6 +60,7 @@ class CellPlan:
     share_key: str | None = None  # cells with the same key ask the model through one memo
     queries: int = 0  # the query runs it makes (its selected queries x its trials; read while planning)
     query_keys: frozenset = frozenset()  # (group, query id) of its selected queries: what two cells share
+    groups: list[str] = field(default_factory=list)  # their groups (the names of its label files)
 
 
 DEFAULT_MAX_CELLS = 64  # cells at once unless told: each holds threads (its queries in flight) and a tool server
@@ -79,9 +80,80 @@ class CellResult:
     line: str = ""
 
 
+class StartGate:
+    """The cells' start-ups one after another, in a given order, while the started cells run. A start-up is
+    checks, preflights and the cell's tool server: work for the one interpreter lock, so eight started at once
+    share it and none reaches its first model call before nearly all are ready; one at a time, the first cell's
+    queries are in flight after an eighth of it, and the rest start while the endpoints serve them. The order
+    takes each model endpoint in turn, so every endpoint gets a cell early. A cell that never says it started
+    (it failed first, it was done before) lets the next one go when it ends; a start-up that takes longer than
+    ``patience_s`` lets the next one go too."""
+
+    def __init__(self, order: list[str], patience_s: float = 5.0):
+        self.order = order
+        self.patience_s = patience_s
+        self._passed: set[str] = set()
+        self._turn = 0
+        self._changed = threading.Condition()
+
+    def wait(self, name: str) -> None:
+        deadline = time.monotonic() + self.patience_s
+        with self._changed:
+            while self._turn < len(self.order) and self.order[self._turn] != name:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    deadline = time.monotonic() + self.patience_s  # the one ahead is slow: go, and so may the next
+                    self.passed(self.order[self._turn])
+                    continue
+                self._changed.wait(left)
+
+    def passed(self, name: str) -> None:
+        """``name`` has started (or will not): the next in order may start."""
+        with self._changed:
+            self._passed.add(name)
+            while self._turn < len(self.order) and self.order[self._turn] in self._passed:
+                self._turn += 1
+            self._changed.notify_all()
+
+
+def start_order(plans: list[CellPlan]) -> list[str]:
+    """The cells' names, each model endpoint (or in-process backend) in turn: a, b, a, b, ... not a, a, ..., b."""
+    from .endpoints import model_urls
+
+    queues: dict[str, list[str]] = {}
+    for plan in plans:
+        key = ",".join(model_urls(plan.cfg)) or plan.cfg.backend
+        queues.setdefault(key, []).append(plan.cell.name)
+    order = []
+    while any(queues.values()):
+        for names in queues.values():
+            if names:
+                order.append(names.pop(0))
+    return order
+
+
+class JudgingBar:
+    """One evaluation's judging, told to the sweep's judging bar (passrate.JudgingProgress): its jobs added to the
+    bar's total when planned, each judgement a step, the cell and judge in the postfix."""
+
+    def __init__(self, scheduler: SweepScheduler, what: str):
+        self.scheduler = scheduler
+        self.what = what
+
+    def planned(self, jobs: int) -> None:
+        bar = self.scheduler.judging_bar()
+        with self.scheduler._lock:
+            bar.total += jobs
+        bar.set_postfix_str(self.what, refresh=False)
+        bar.refresh()
+
+    def judged(self, count: int = 1) -> None:
+        self.scheduler.judging_bar().update(count)
+
+
 class SweepScheduler:
     def __init__(self, plans: list[CellPlan], state: SweepState, *, judge_cache: str, max_cells: int | None = None,
-                 progress: bool = True, say: Callable[[str], None] = print, prices=None):
+                 progress: bool = True, say: Callable[[str], None] = print, prices=None, tool_host=None):
         self.plans = plans
         self.state = state
         self.judge_cache = judge_cache
@@ -89,6 +161,7 @@ class SweepScheduler:
         self.max_cells = max_cells or max(1, min(len(plans), DEFAULT_MAX_CELLS))
         self.progress = progress
         self.say = say
+        self.tool_host = tool_host  # one listener for the cells' embedded tool servers (server/runner.py EmbeddedHost)
         self._lock = threading.Lock()
         self._memos: dict[str, MemoBackend] = {}
         self._runners: list[Runner] = []
@@ -98,6 +171,8 @@ class SweepScheduler:
         self.stopping = False  # Ctrl-C: start no cell, let each running one stop starting queries
         self.stopped_now = False  # a second Ctrl-C: the cells in flight are left as they are
         self._bar: tqdm | None = None
+        self._judge_bar: tqdm | None = None
+        self.gate = StartGate(start_order(plans))
 
     # -- what a cell needs ----------------------------------------------------------------------------------
     def done_before(self, plan: CellPlan) -> bool:
@@ -124,6 +199,12 @@ class SweepScheduler:
 
     # -- one cell --------------------------------------------------------------------------------------------
     def run_cell(self, plan: CellPlan) -> CellResult:
+        try:
+            return self._run_cell(plan)
+        finally:
+            self.gate.passed(plan.cell.name)  # started or not, the next cell's start-up may go
+
+    def _run_cell(self, plan: CellPlan) -> CellResult:
         name = plan.cell.name
         if self.done_before(plan):
             self._advance(plan.queries)
@@ -158,11 +239,15 @@ class SweepScheduler:
         return result
 
     def _run_and_judge(self, plan: CellPlan) -> str:
+        self.gate.wait(plan.cell.name)
         if plan.cfg.trials > 1:  # a set of trials (runners/execution/trials.py): the same driving, K trials
-            runner = TrialSet(plan.cfg, backend=self.backend_for(plan), progress=False, command=plan.redo)
+            runner = TrialSet(plan.cfg, backend=self.backend_for(plan), progress=False, command=plan.redo,
+                              tool_host=self.tool_host)
         else:
-            runner = Runner(plan.cfg, backend=self.backend_for(plan), progress=False, command=plan.redo)
+            runner = Runner(plan.cfg, backend=self.backend_for(plan), progress=False, command=plan.redo,
+                            tool_host=self.tool_host)
         runner.on_query_end = lambda ended: self._advance(ended if isinstance(ended, int) else 1)
+        runner.on_started = lambda: self.gate.passed(plan.cell.name)
         with self._lock:
             self._runners.append(runner)
             if self.stopping:
@@ -189,8 +274,9 @@ class SweepScheduler:
                 raise CellFailed("interrupted")
             evaluate = evaluate_trials if plan.cfg.trials > 1 else evaluate_run
             with self._judging[judge.label]:
+                told = JudgingBar(self, f"{plan.cell.name} by {judge.label}") if self.progress else False
                 result = evaluate(plan.cfg.run_dir, judge.build_client(), cache_path=self.judge_cache,
-                                  progress=False, preflight=True, command=plan.redo, prices=self.prices,
+                                  progress=told, preflight=True, command=plan.redo, prices=self.prices,
                                   **judge.options)
             if result.judge_failures:
                 raise CellFailed(f"judge {judge.label}: {result.judge_failures} of {result.judgements} judgements "
@@ -207,14 +293,25 @@ class SweepScheduler:
         if self._bar is not None:
             self._bar.update(queries)  # tqdm locks its own updates: the cells' threads call this
 
+    def judging_bar(self) -> tqdm:
+        """The second bar: every judgement of every cell, its total growing as each evaluation plans its jobs (the
+        queries' bar stands at 100% while the last cells are judged: this one moves)."""
+        with self._lock:
+            if self._judge_bar is None:
+                self._judge_bar = tqdm(total=0, desc="judging", unit="judgement", dynamic_ncols=True, file=sys.stderr,
+                                       position=1, leave=True)
+            return self._judge_bar
+
     def run(self) -> list[CellResult]:
-        """Every cell, at most max_cells at once; one progress bar over all their queries (judging not counted),
-        its postfix the cells ended."""
+        """Every cell, at most max_cells at once; one progress bar over all their queries, its postfix the cells
+        ended, and once a cell is judged a second bar over the judgements."""
         results: list[CellResult] = []
         bar = self._bar = tqdm(total=sum(p.queries for p in self.plans), desc=f"sweep {self.state.record['name']}",
                                unit="query", disable=not self.progress, dynamic_ncols=True, file=sys.stderr)
         pool = ThreadPoolExecutor(max_workers=self.max_cells, thread_name_prefix="cell")
-        futures = {pool.submit(self.run_cell, plan): plan for plan in self.plans}
+        by_name = {plan.cell.name: plan for plan in self.plans}
+        # in the gate's order: with --max-cells below the count, the pool starts them in the order they may start
+        futures = {pool.submit(self.run_cell, by_name[name]): by_name[name] for name in self.gate.order}
         try:
             for future in as_completed(futures):
                 result = future.result()
@@ -236,6 +333,8 @@ class SweepScheduler:
             raise
         finally:
             bar.close()
+            if self._judge_bar is not None:
+                self._judge_bar.close()
             pool.shutdown(wait=False, cancel_futures=True)
         order = {plan.cell.name: i for i, plan in enumerate(self.plans)}
         return sorted(results, key=lambda r: order[r.name])

@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from toolbench_adapter.errors import InputError
-from toolbench_adapter.files.input_files import read_yaml
+from toolbench_adapter.files.input_files import UnreadableFile, read_yaml
 from toolbench_adapter.net.limits import CONCURRENCY_WHY, MAX_CONCURRENCY, MAX_RATE_PER_S, RATE_WHY, number_problem
 from toolbench_adapter.queryset.query_identity import canonical_sha256
 from toolbench_adapter.registry import UnknownNameError
@@ -116,9 +117,11 @@ class Spec:
         return cell_name(self.baseline[axis.name] for axis in self.axes)
 
     def identity(self) -> dict[str, Any]:
-        """What defines the sweep's results: base, axes and judges (the baseline and the endpoints' caps change
-        only the matrix and the pace)."""
-        return {"base": self.raw.get("base"), "axes": self.raw.get("axes"), "judges": self.raw.get("judges")}
+        """What defines the sweep's results: base, axes and judges as written, and each cell's settings as they
+        resolve (a config: file's contents included: one edited between runs is another sweep); the baseline and
+        the endpoints' caps change only the matrix and the pace."""
+        return {"base": self.raw.get("base"), "axes": self.raw.get("axes"), "judges": self.raw.get("judges"),
+                "cells": {cell.name: recorded_settings(cell.settings) for cell in self.cells()}}
 
     def digest(self) -> str:
         return canonical_sha256(redact_spec(self.identity()))
@@ -144,7 +147,13 @@ def load_spec(path: str | Path, *, name: str | None = None, base_overrides: dict
     an axis's values given on the command line (--axis parser=a,b) replace the spec's; ``trials``: --trials (it
     replaces the spec's trials:)."""
     path = Path(path)
-    data = read_yaml(path, "sweep spec")
+    try:
+        data = read_yaml(path, "sweep spec")
+    except UnreadableFile as exc:  # a typo in the file's name: the closest specs beside it
+        near = did_you_mean_spec(path) if exc.reason == "not_found" else None
+        if near is None:
+            raise
+        raise UnreadableFile(exc.reason, exc.problem, path=path, fix=near) from None
     if not isinstance(data, dict):
         raise InputError("a sweep spec is a mapping with name, base, axes and judges", path=path,
                          fix="see docs/sweeps.md for an example")
@@ -197,6 +206,26 @@ def read_trials_key(value: Any, path: Path) -> int:
         raise InputError(f"trials must be a whole number from 1 to {MAX_TRIALS}, got {value!r}", path=path,
                          field="trials", fix="write trials: 3 (every cell a set of 3 trials; 1: none)")
     return value
+def did_you_mean_spec(path: Path) -> str | None:
+    """``did you mean runners/sweeps/demo.yaml?`` for a spec file that is not there: the YAML files beside where it
+    was looked for (its folder, or the shipped runners/sweeps/ for a bare name) whose names are closest."""
+    import difflib
+
+    folders = [path.parent] if path.parent != Path(".") else [path.parent, Path(__file__).parent.parent / "sweeps"]
+    found = {}
+    for folder in folders:
+        try:
+            for candidate in sorted(folder.iterdir())[:1000]:
+                if candidate.suffix in (".yaml", ".yml") and candidate.is_file():
+                    shown = candidate if folder == path.parent else Path(os.path.relpath(candidate))
+                    found.setdefault(candidate.stem, str(shown))
+        except OSError:
+            continue
+    close = difflib.get_close_matches(path.stem, list(found), n=3, cutoff=0.6)  # by name: demo for dmeo.yaml
+    if not close:
+        return None
+    return ("did you mean " + " or ".join(found[name] for name in close) + "? (tba sweep SPEC.yaml: the spec's path, "
+            "from the folder you run in)")
 
 
 def mapping(value: Any, path: Path, key: str) -> dict:
@@ -283,6 +312,7 @@ def read_axes(value: Any, path: Path) -> list[Axis]:
                 settings, label = {axis_name: item}, item
             check_settings({k: v for k, v in settings.items() if k != "label"}, path, where,
                            scalar=not isinstance(item, dict))
+            check_label(str(label), path, where)
             read.append(AxisValue(label=str(label), settings=settings))
         labels = [v.label for v in read]
         twice = sorted({label for label in labels if labels.count(label) > 1})
@@ -291,6 +321,18 @@ def read_axes(value: Any, path: Path) -> list[Axis]:
                              fix="list each value once (mapping values: distinct labels)")
         axes.append(Axis(name=str(axis_name), values=tuple(read)))
     return axes
+
+
+def check_label(label: str, path: Path, where: str) -> None:
+    """A label names its cell in the matrix and the report: no control or direction character (a NUL, a
+    right-to-left override) that would make a row read as something else."""
+    from toolbench_adapter.report.visible import escape, visible
+
+    hidden = list(dict.fromkeys(c for c in label if visible(c) != c))
+    if hidden:
+        raise InputError(f"the label {visible(label)!r} holds {', '.join(map(escape, hidden))} (control or "
+                         "direction characters a table would show raw)", path=path, field=where,
+                         fix="write the label in visible characters (a mapping value takes label: NAME)")
 
 
 def check_cell_count(axes: list[Axis], path: Path) -> None:
@@ -373,6 +415,25 @@ def read_endpoints(value: Any, path: Path) -> dict[str, dict[str, Any]]:
 
 
 SECRET_KEYS = ("api_key",)
+
+
+def recorded_settings(settings: dict) -> dict:
+    """A cell's resolved settings as sweep.json keeps them: plain JSON, the API key never written."""
+    return json.loads(json.dumps(redact(settings), default=str))
+
+
+def settings_changes(before: dict, now: dict, limit: int = 6) -> list[str]:
+    """``max_tokens 100 -> 300``, one per setting that differs (at most ``limit``, then how many more)."""
+    def text(value: Any) -> str:
+        return "(unset)" if value is _UNSET else json.dumps(value, ensure_ascii=False)[:60]
+
+    keys = sorted(set(before) | set(now), key=str)
+    changes = [f"{key} {text(before.get(key, _UNSET))} -> {text(now.get(key, _UNSET))}" for key in keys
+               if before.get(key, _UNSET) != now.get(key, _UNSET)]
+    return changes[:limit] + ([f"{len(changes) - limit} more"] if len(changes) > limit else [])
+
+
+_UNSET = object()
 
 
 def redact(settings: dict) -> dict:

@@ -18,7 +18,7 @@ from toolbench_adapter.errors import InputError
 from toolbench_adapter.files.fileio import write_json_atomic
 from toolbench_adapter.report.sweep_record import FORMAT, PENDING, SWEEP_FILE
 
-from .spec import Cell, Spec, redact, redact_spec
+from .spec import Cell, Spec, recorded_settings, redact, redact_spec, settings_changes
 
 
 def iso_time(seconds: float | None = None) -> str:
@@ -53,8 +53,10 @@ class SweepState:
                   "spec_sha256": spec.digest(), "axes": [axis.name for axis in spec.axes],
                   "baseline": spec.baseline_cell(), "trials": spec.trials,
                   "judges": [{"label": j.label, "settings": redact(j.settings)} for j in spec.judges],
+                  # each cell's resolved settings (config files read): what a rerun checks its own against
                   "cells": [{"name": c.name, "axes": c.axes, "run_dir": c.name, "state": PENDING, "reason": None,
-                             "redo": None, "evaluations": {}, "seconds": None, **old_cells.get(c.name, {})}
+                             "redo": None, "evaluations": {}, "seconds": None,
+                             "settings": recorded_settings(c.settings), **old_cells.get(c.name, {})}
                             for c in cells],
                   "sessions": [*(previous or {}).get("sessions", []),
                                {"started": iso_time(), "ended": None, "command": command, "exit": None}]}
@@ -112,3 +114,31 @@ def check_same_sweep(previous: dict, spec: Spec, cells: list[Cell], path: Path) 
                          path=path, field="spec",
                          fix="run it under another name (--name NEW, or name: in the spec), or put the spec back "
                          "as it was (adding values to an axis is fine: only the new cells run)")
+    check_same_settings(previous, spec, cells, path)
+
+
+def check_same_settings(previous: dict, spec: Spec, cells: list[Cell], path: Path) -> None:
+    """Each recorded cell's resolved settings against what they resolve to now: a config: file edited between
+    runs changes them while the spec's text stays the same, and the matrix would compare the old cells with the
+    new ones as if they differed in their axes alone. (A sweep.json written before cells recorded their settings
+    has nothing to compare.)"""
+    recorded = {c["name"]: c.get("settings") for c in previous.get("cells", []) if isinstance(c, dict)}
+    changed = []
+    for cell in cells:
+        before = recorded.get(cell.name)
+        now = recorded_settings(cell.settings)
+        if isinstance(before, dict) and before != now:
+            changed.append((cell.name, settings_changes(before, now)))
+    if not changed:
+        return
+    configs = sorted({str(layer["config"]) for layer in [spec.base, *(v.settings for a in spec.axes for v in a.values)]
+                      if isinstance(layer, dict) and layer.get("config")})
+    name, changes = changed[0]
+    others = f" (and {len(changed) - 1} more cells)" if len(changed) > 1 else ""
+    raise InputError(f"this folder holds a sweep whose cells ran with other settings: cell {name}: "
+                     f"{', '.join(changes)}{others}"
+                     + (f"; they come from the spec and its config files ({', '.join(configs)}), one of which "
+                        "changed since" if configs else ""),
+                     path=path, field=f"cells.{name}.settings",
+                     fix="put the config file back as it was, or run under another name (--name NEW, or name: in the "
+                     "spec): a sweep's cells may differ in their axes only, so the matrix compares like with like")

@@ -43,6 +43,7 @@ from .tables import BoardRow
 
 NOT_JUDGED, JUDGING_FAILED, UNREADABLE = "not judged", "judging failed", "unreadable"
 NO_JUDGE = "no judge"  # a sweep without judges: every cell still gets its row, not judged
+NO_JUDGE_REASON = "the spec has no judges (judges: []): run, not judged"
 
 
 # ---------------------------------------------------------------- one row
@@ -122,7 +123,8 @@ def build_row(sweep_dir: Path, cell: dict, judge: str, axes: list[str], prices: 
         return row
     evaluation_id = (cell.get("evaluations") or {}).get(judge)
     if not evaluation_id:
-        row.state, row.reason = NOT_JUDGED, f"no evaluation by {judge} recorded in sweep.json"
+        row.state, row.reason = NOT_JUDGED, (NO_JUDGE_REASON if judge == NO_JUDGE else
+                                             f"no evaluation by {judge} recorded in sweep.json")
         return row
     try:
         _judged_row(row, evaluation_id, cell, prices)
@@ -209,7 +211,11 @@ def notes_of(data: dict, rows: list[MatrixRow], delta: str | None, prices: Price
                      "trial)")
     notes.append("comparable: the cell's setup and judge against the StableToolBench leaderboard's (comparability.py); "
                  "matrix.csv has each row's full line")
-    empty = [r for r in rows if r.sopr is None]
+    unjudged = [r for r in rows if r.reason == NO_JUDGE_REASON]
+    if unjudged:  # said once, not once per row
+        notes.append(f"no numbers in the {len(unjudged)} row(s): {NO_JUDGE_REASON} (model calls, tokens and seconds "
+                     "are in each cell's manifest.json)")
+    empty = [r for r in rows if r.sopr is None and r.reason != NO_JUDGE_REASON]
     if empty:
         notes.append(f"{len(empty)} row(s) without numbers: " + "; ".join(
             f"{r.cell} ({r.judge}) {r.state}: {r.reason}" for r in empty))

@@ -1,7 +1,8 @@
 """The sweep matrix's rows (Matrix, MatrixRow: sweep_matrix.py fills them) and their text: Markdown and LaTeX (the
 figures as a reader sees them), CSV (each number in its own column, for a script), and the HTML table `tba report
 --index` puts first. A row without numbers shows its state and reason and leaves the number columns empty; no row
-is left out."""
+is left out. Text from the spec or sweep.json (labels, reasons) is shown with its control and direction characters
+escaped (visible.py): a NUL or a right-to-left override never reaches a file raw."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from toolbench_adapter.runs.cost import Cost
 
 from ..evaluation.comparability import Verdict
 from .tables import _latex_escape
+from .visible import visible
 
 BASELINE = "baseline"
 NUMBERS = ["SoPR", "n", "valid turns", "model calls", "tokens", "seconds", "latency p50 / p95 (s)", "cost"]
@@ -90,7 +92,8 @@ def trial_columns(matrix: Matrix) -> list[str]:
 
 def header(matrix: Matrix) -> list[str]:
     delta = [matrix.delta_header] if matrix.delta_header else []
-    return ["cell", *matrix.axes, "judge", "state", *NUMBERS, *trial_columns(matrix), *delta, "comparable"]
+    return [visible(h) for h in ["cell", *matrix.axes, "judge", "state", *NUMBERS, *trial_columns(matrix), *delta,
+                                 "comparable"]]
 
 
 def comparable_text(row: MatrixRow) -> str:
@@ -146,8 +149,8 @@ def _int(value) -> str:
 def row_texts(matrix: Matrix, row: MatrixRow) -> list[str]:
     state = row.state if row.sopr is not None or not row.reason else f"{row.state}: {row.reason}"
     delta = [delta_text(row)] if matrix.delta_header else []
-    return [row.cell, *row.axes.values(), row.judge_text, state, *number_texts(row), *trial_texts(matrix, row), *delta,
-            comparable_text(row)]
+    return [visible(t) for t in [row.cell, *row.axes.values(), row.judge_text, state, *number_texts(row),
+                                 *trial_texts(matrix, row), *delta, comparable_text(row)]]
 
 
 def title(matrix: Matrix) -> str:
@@ -161,7 +164,7 @@ def to_markdown(matrix: Matrix) -> str:
     names = header(matrix)
     lines = [f"# {title(matrix)}", "", "| " + " | ".join(map(md, names)) + " |", "|" + "---|" * len(names)]
     lines += ["| " + " | ".join(md(t) for t in row_texts(matrix, row)) + " |" for row in matrix.rows]
-    return "\n".join([*lines, "", *(f"- {note}" for note in matrix.notes)]) + "\n"
+    return "\n".join([*lines, "", *(f"- {md(visible(note))}" for note in matrix.notes)]) + "\n"
 
 
 def to_latex(matrix: Matrix) -> str:
@@ -172,7 +175,7 @@ def to_latex(matrix: Matrix) -> str:
     lines = [r"\begin{table}[t]", r"\centering", r"\begin{tabular}{" + "l" * (len(names) - 1) + "l}", r"\toprule",
              " & ".join(map(tex, names)) + r" \\", r"\midrule"]
     lines += [" & ".join(tex(t) for t in row_texts(matrix, row)) + r" \\" for row in matrix.rows]
-    caption = " ".join(note if note.endswith(".") else note + "." for note in [title(matrix), *matrix.notes])
+    caption = " ".join(note if note.endswith(".") else note + "." for note in map(visible, [title(matrix), *matrix.notes]))
     lines += [r"\bottomrule", r"\end{tabular}", r"\caption{" + tex(caption) + "}", r"\end{table}"]
     return "\n".join(lines) + "\n"
 
@@ -185,9 +188,10 @@ def to_csv(matrix: Matrix) -> str:
     k = matrix.trials
     trials = (["trials", "sopr_ci95_low", "sopr_ci95_high", *[f"pass@{i}" for i in range(1, k + 1)],
                *[f"pass^{i}" for i in range(1, k + 1)], "flip_rate", "agent_variance_share"] if k > 1 else [])
-    writer.writerow(["cell", *matrix.axes, "judge", "self_judged", "evaluation", "state", "reason", "sopr", "sopr_std",
-                     "judge_repeats", "judged_queries", "valid_turns", "model_turns", "model_calls", "tokens",
-                     "seconds", *COST_CSV, *trials, *delta, "comparable", "comparability"])
+    writer.writerow([visible(h) for h in [
+        "cell", *matrix.axes, "judge", "self_judged", "evaluation", "state", "reason", "sopr", "sopr_std",
+        "judge_repeats", "judged_queries", "valid_turns", "model_turns", "model_calls", "tokens", "seconds",
+        *COST_CSV, *trials, *delta, "comparable", "comparability"]])
     for row in matrix.rows:
         s = row.sopr
         score = ([f"{s.mean:.2f}", "" if s.single_repeat else f"{s.std:.2f}", len(s.runs), s.n] if s is not None
@@ -204,10 +208,10 @@ def to_csv(matrix: Matrix) -> str:
         else:
             paired = [row.paired_note, "", "", "", ""]
         figures = figures + cost_cells(row.cost) if s is not None else [""] * (len(figures) + len(COST_CSV))
-        writer.writerow([row.cell, *row.axes.values(), row.judge, row.self_judged, row.evaluation or "", row.state,
-                         row.reason,
-                         *score, *figures, *trial_cells(row, k), *paired, "" if row.comparable is None
-                         else row.comparable.word, row.comparability])
+        writer.writerow([visible(v) if isinstance(v, str) else v for v in [
+            row.cell, *row.axes.values(), row.judge, row.self_judged, row.evaluation or "", row.state, row.reason,
+            *score, *figures, *trial_cells(row, k), *paired, "" if row.comparable is None else row.comparable.word,
+            row.comparability]])
     return buffer.getvalue()
 
 
@@ -256,6 +260,6 @@ def to_html(matrix: Matrix, links: dict[str, str]) -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in header(matrix))
     body = ["<tr>" + "".join(cell(i, t, row.cell) for i, t in enumerate(row_texts(matrix, row))) + "</tr>"
             for row in matrix.rows]
-    notes = "".join(f"<li>{html.escape(note)}</li>" for note in matrix.notes)
+    notes = "".join(f"<li>{html.escape(visible(note))}</li>" for note in matrix.notes)
     return (f'<section id="matrix"><h2>{html.escape(title(matrix))}</h2>\n<table class="queries index matrix"><tr>'
             f'{head}</tr>\n' + "\n".join(body) + f'</table>\n<ul class="meta">{notes}</ul></section>')

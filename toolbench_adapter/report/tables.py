@@ -291,10 +291,13 @@ def _cost_cells(board: Leaderboard, row: BoardRow) -> list[str]:
     return [cost.csv_cells()[column] for column in COST_COLUMNS] if cost is not None else [""] * len(COST_COLUMNS)
 
 
+_LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "_": r"\_", "#": r"\#", "$": r"\$",
+                  "{": r"\{", "}": r"\}"}
+
+
 def _latex_escape(text: str) -> str:
-    for char, repl in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("_", r"\_"), ("#", r"\#"),
-                       ("$", r"\$"), ("{", r"\{"), ("}", r"\}")):
-        text = text.replace(char, repl)
+    # one pass: replacing "\\" first and then "{" escaped the braces of its own \textbackslash{}
+    text = "".join(_LATEX_SPECIAL.get(char, char) for char in text)
     return text.replace("±", r"$\pm$").replace("–", "--").replace(SCORED_ANYWAY, r"$\dagger$")
 
 

@@ -20,8 +20,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
 from toolbench_adapter.errors import InputError
 from toolbench_adapter.files.fileio import read_json
 from toolbench_adapter.files.input_files import read_yaml
@@ -30,6 +28,14 @@ from .folder import MANIFEST, QUERY_STATS, read_query_lines
 
 PRICE_FIX = "write models: {MODEL: {input: USD_PER_MILLION, output: USD_PER_MILLION}} (docs/noise.md: Cost and latency)"
 NOT_RECORDED = "not recorded"
+
+
+def _percentile(values, q: float) -> float | None:
+    if not values:
+        return None
+    import numpy as np  # here, not at the top: the evaluation reads this module, a percentile needs numpy
+
+    return float(np.percentile(values, q))
 
 
 @dataclass(frozen=True)
@@ -100,11 +106,11 @@ class Cost:
 
     @property
     def latency_p50_s(self) -> float | None:
-        return float(np.percentile(self.latencies, 50)) if self.latencies else None
+        return _percentile(self.latencies, 50)
 
     @property
     def latency_p95_s(self) -> float | None:
-        return float(np.percentile(self.latencies, 95)) if self.latencies else None
+        return _percentile(self.latencies, 95)
 
     def priced(self, prices: Prices | None) -> Cost:
         """With money from ``prices`` (this run's model's entry), else the reason there is none."""

@@ -18,8 +18,6 @@ from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
-import numpy as np
-
 from toolbench_adapter.answers.read import iter_answer_files, load_answer, split_file_name
 from toolbench_adapter.answers.write import answer_path
 from toolbench_adapter.evaluation.scoring.counts import Counts, answer_flags, count, count_by_group
@@ -125,6 +123,8 @@ def latency_percentiles(latencies: list[float]) -> dict:
     """Model latency p50 and p95 over every model call (seconds); None when none was recorded."""
     if not latencies:
         return {"model_latency_p50_s": None, "model_latency_p95_s": None}
+    import numpy as np  # here, not at the top: every command reads run folders, few need a percentile
+
     p50, p95 = np.percentile(latencies, [50, 95])
     return {"model_latency_p50_s": round(float(p50), 4), "model_latency_p95_s": round(float(p95), 4)}
 

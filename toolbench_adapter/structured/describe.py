@@ -57,8 +57,11 @@ def row_suffix(config: dict | None) -> str:
 
 def row_name(run_name: str, config: dict | None) -> str:
     """A run's leaderboard row name: its name and row_suffix, the suffix said once when the name already ends with
-    it in dashes (make eval's RUN, e.g. eval-hf-CoT1-constrain-schema -> eval-hf-CoT1@constrain-schema)."""
+    it (make eval's RUN, e.g. eval-hf-CoT1@constrain-schema: the row has the folder's name), or with it in dashes
+    (its older folders: eval-hf-CoT1-constrain-schema -> eval-hf-CoT1@constrain-schema)."""
     suffix = row_suffix(config)
+    if suffix and run_name.endswith(suffix) and len(run_name) > len(suffix):
+        return run_name
     dashed = suffix.replace("@", "-")
     if suffix and run_name.endswith(dashed) and len(run_name) > len(dashed):
         run_name = run_name[: -len(dashed)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import shlex
 import sys
@@ -208,6 +209,16 @@ def judge_args(spec, index: int, settings: dict) -> argparse.Namespace:
     return parsed
 
 
+def tool_host(plans):
+    """One listener for the embedded tool servers of every cell that has one (each cell keeps its own server
+    behind it: toolbench_adapter/server/runner.py EmbeddedHost); None when no cell has."""
+    if not any(plan.cfg.server == "embedded" for plan in plans):
+        return None
+    from toolbench_adapter.server.runner import EmbeddedHost
+
+    return EmbeddedHost().start()
+
+
 class SweepCommand:
     """Plan every cell (checked), then run them (or print the plan: --dry-run), then write the matrix."""
 
@@ -232,6 +243,8 @@ class SweepCommand:
         from toolbench_adapter.files.fileio import check_writable
         from toolbench_adapter.runs.cost import read_prices
 
+        from ...execution.runlock import RunFolderLock
+        from ...sweep.paths import check_sweep_paths
         from ...sweep.state import SweepState
 
         self.prices = read_prices(self.args.prices) if self.args.prices else None  # a bad file: exit 2 first
@@ -244,11 +257,11 @@ class SweepCommand:
         judges = [judge_args(self.spec, i, j.settings) for i, j in enumerate(self.spec.judges)]
         partners = Counter(cell.shares_calls_with() for cell in chosen)  # cells that differ at most in the parser
         plans = [self.plan(cell, judges, partners) for cell in chosen]
-        state = SweepState.open(self.sweep_dir, self.spec, cells, self.redo())
+        check_sweep_paths(self.spec, self.sweep_dir, plans)  # a name past the filesystem's limit: before --dry-run
         if self.args.dry_run:
             from ...sweep.dry_run import print_detectable, print_plan
 
-            print_plan(self.spec, self.sweep_dir, plans, state)
+            print_plan(self.spec, self.sweep_dir, plans, SweepState.open(self.sweep_dir, self.spec, cells, self.redo()))
             print_detectable(self.spec, plans, pilot=self.args.pilot, pass_rate=self.args.assume_pass_rate,
                              correlation=self.args.assume_correlation)
             print("nothing run (--dry-run)")
@@ -259,15 +272,21 @@ class SweepCommand:
             from ...sweep import until_settled
 
             until_settled.check(self.spec.trials, self.args.max_trials, self.spec.baseline is not None)
-        self.check_judges_served(plans)
-        from ...sweep.dry_run import judge_cost_lines
+        # one sweep command per folder: a second one at once would interleave its cells' states with this one's and
+        # the last sweep.json written would win (a session lost, wrong reasons shown)
+        with RunFolderLock(self.sweep_dir, self.redo(), hold_folder=True, what="sweep's folder",
+                           fix="wait for that sweep to end (or stop it: the same command goes on where it stopped), "
+                           "or run this one under another name (--name NEW)"):
+            state = SweepState.open(self.sweep_dir, self.spec, cells, self.redo())
+            self.check_judges_served(plans)
+            from ...sweep.dry_run import judge_cost_lines
 
-        for line in judge_cost_lines(plans):  # what the judges will be asked, before any cell runs
-            print(line, file=sys.stderr, flush=True)
-        status = self.execute(plans, state)
-        if self.args.until_settled and status == 0:
-            status = self.until_settled(plans, state)
-        return status
+            for line in judge_cost_lines(plans):  # what the judges will be asked, before any cell runs
+                print(line, file=sys.stderr, flush=True)
+            status = self.execute(plans, state)
+            if self.args.until_settled and status == 0:
+                status = self.until_settled(plans, state)
+            return status
 
     def until_settled(self, plans, state) -> int:
         """Rounds of more trials for the cells not settled (runners/sweep/until_settled.py), within --max-trials."""
@@ -353,8 +372,8 @@ class SweepCommand:
         # no trials (a memo would answer every trial as the first)
         shared = cfg.executor == "threads" and not cfg.temperature and partners[key] > 1 and cfg.trials == 1
         return CellPlan(cell=cell, cfg=cfg, judges=plans, redo=self.redo(cell.name), share_key=key if shared else None,
-                        queries=queries * cfg.trials,
-                        query_keys=frozenset((q.group, str(q.query_id)) for q in selected))
+                        queries=queries * cfg.trials, query_keys=frozenset((q.group, str(q.query_id)) for q in selected),
+                        groups=sorted({query.group for query in selected}))
 
     def cell_trials(self, cell) -> int:
         """The spec's trials, or more where the cell's set already holds more (grown by --until-settled)."""
@@ -406,20 +425,23 @@ class SweepCommand:
 
     # -- running -----------------------------------------------------------------------------------------
     def execute(self, plans, state) -> int:
-        from ...sweep.endpoints import capped, model_urls
+        from ...sweep.endpoints import capped, model_urls, utilisation_lines
         from ...sweep.scheduler import SweepScheduler
 
         urls = [u for p in plans for u in model_urls(p.cfg)] + [u for p in plans for j in p.judges for u in j.urls]
         ray, ray_started = self.connect_ray(plans)
         started = time.perf_counter()
+        host = tool_host(plans)
         scheduler = SweepScheduler(plans, state, judge_cache=self.judge_cache, max_cells=self.args.max_cells,
-                                   progress=not self.args.quiet, prices=self.prices)
+                                   progress=not self.args.quiet, prices=self.prices, tool_host=host)
         print(f"sweep {self.spec.name}: {len(plans)} cells -> {self.sweep_dir}", flush=True)
         state.save()
+        # what the imports and the plan made lives to the end: the collector's full passes need not walk it while
+        # the cells run (a pass over pydantic's schemas and the rest takes 0.1 s on a loaded machine)
+        gc.freeze()
         try:
             with capped(self.spec, urls) as caps:
                 results = scheduler.run()
-                busy = {url: cap.utilisation() for url, cap in caps.items() if hasattr(cap, "utilisation")}
         except KeyboardInterrupt:
             state.end(EXIT_INTERRUPTED)
             print(f"tba sweep: interrupted; the same command goes on (done cells are skipped): {self.redo()}",
@@ -430,6 +452,9 @@ class SweepCommand:
                 os._exit(EXIT_INTERRUPTED)
             return EXIT_INTERRUPTED
         finally:
+            gc.unfreeze()
+            if host is not None:  # every cell has ended: nobody waits for the listener to stop
+                host.stop(wait=False)
             if ray_started:  # the Ray cluster this sweep started for its cells goes with it
                 ray.shutdown()
         seconds = time.perf_counter() - started
@@ -442,8 +467,8 @@ class SweepCommand:
         done = sum(r.state == "done" for r in results)
         print(f"sweep {self.spec.name}: {len(results)} cells: {done} done ({ran} ran now, {len(results) - ran} done "
               f"before), {len(failed)} failed, in {seconds:.1f} s -> {self.sweep_dir}")
-        for url, fraction in busy.items():
-            print(f"  endpoint {url}: utilisation {100 * fraction:.0f}% of its {caps[url].max_in_flight} slots")
+        for line in utilisation_lines(caps, [u for p in plans for j in p.judges for u in j.urls]):
+            print(line)
         for group in state.record["sessions"][-1]["shared_calls"]:
             print(f"  cells {', '.join(group['cells'])} differ only in the parser: {group['model_calls']} model "
                   f"calls, {group['memo_hits']} more requests answered by the shared memo")

@@ -67,6 +67,16 @@ def note_error(samples: list[str], error: str, keep: int = 3) -> None:
         samples.append(error)
 
 
+class JudgingProgress(Protocol):
+    """Where a caller with a bar of its own (a sweep judging several cells) hears of the judging: the jobs planned
+    (each (query, repeat)), then each one judged (from the cache or the judge). Given as ``progress``, it replaces
+    the judging's own bar."""
+
+    def planned(self, jobs: int) -> None: ...
+
+    def judged(self, count: int = 1) -> None: ...
+
+
 class JudgeExecutor(Protocol):
     def map(self, judge: FunctionJudge, asks: list[tuple[str, dict]]) -> Iterator[tuple[int, Judgement]]:
         """Judge each (query, answer) of ``asks`` once; yield (its index, its Judgement) as each ends."""
@@ -100,13 +110,14 @@ def _check_example(qid: str, example: Any) -> None:
 
 def judge_converted(converted: dict[str, Any], judge: FunctionJudge, *, evaluate_times: int = 3,
                     test_ids: list[str] | None = None, concurrency: int = 4,
-                    cache: JudgementCache | None = None, progress: bool = True,
+                    cache: JudgementCache | None = None, progress: bool | JudgingProgress = True,
                     executor: JudgeExecutor | None = None,
                     first: Callable[[float, int], None] | None = None) -> JudgeRun:
     """``executor`` judges the answers the cache does not hold: ``concurrency`` threads of this process by
     default, or e.g. runners/judging/judge_ray.py's Ray tasks; the labels are the same either way. ``first``:
     the first uncached judgement is made alone, before the others, and ``first(seconds, requests)`` told what
-    it took (tba judge-audit's estimate of the rest is measured so)."""
+    it took (tba judge-audit's estimate of the rest is measured so). ``progress``: a bar of its own (True), none
+    (False), or a JudgingProgress that is told instead."""
     if evaluate_times < 1:  # zero repeats would judge nothing and score a clean-looking 0.0
         raise InputError(f"evaluate_times must be at least 1 (got {evaluate_times})", field="--evaluate-times",
                          fix="write e.g. --evaluate-times 3")
@@ -124,7 +135,10 @@ def judge_converted(converted: dict[str, Any], judge: FunctionJudge, *, evaluate
     requests_before = judge.requests
     results: dict[str, dict[int, Judgement]] = {qid: {} for qid in selected}
     jobs = [(qid, repeat) for qid in selected for repeat in range(evaluate_times)]
-    bar = tqdm(total=len(jobs), disable=not progress, ncols=100, desc="judging")
+    told = progress if hasattr(progress, "judged") else None
+    bar = tqdm(total=len(jobs), disable=told is not None or not progress, ncols=100, desc="judging")
+    if told is not None:
+        told.planned(len(jobs))
 
     def record(qid: str, repeat: int, judgement: Judgement, hit: bool) -> None:
         results[qid][repeat] = judgement
@@ -133,6 +147,8 @@ def judge_converted(converted: dict[str, Any], judge: FunctionJudge, *, evaluate
             run.errors += 1
             note_error(run.error_samples, judgement.error or "judge error")
         bar.update(1)
+        if told is not None:
+            told.judged(1)
 
     # the cache is read and written here, in the caller's process only: the executor just judges the misses
     pending: list[tuple[str, int, str]] = []

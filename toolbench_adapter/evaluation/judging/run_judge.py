@@ -11,7 +11,7 @@ from toolbench_adapter.errors import InputError
 from toolbench_adapter.evaluation.cache import JudgementCache
 from toolbench_adapter.evaluation.judging.fac import FacRun, judge_fac
 from toolbench_adapter.evaluation.judging.judge import FunctionJudge
-from toolbench_adapter.evaluation.judging.passrate import JudgeExecutor, JudgeRun, judge_converted
+from toolbench_adapter.evaluation.judging.passrate import JudgeExecutor, JudgeRun, JudgingProgress, judge_converted
 from toolbench_adapter.evaluation.scoring.results import ScoreRow, load_test_ids, write_score_file
 from toolbench_adapter.evaluation.scoring.scores import STRICT, sopr
 from toolbench_adapter.evaluation.storage import write_label_files, write_text_atomic
@@ -42,7 +42,7 @@ def names_from_path(path: str | Path) -> tuple[str, str]:
 
 def judge_file(converted_path: str | Path, judge: FunctionJudge, out_dir: str | Path, *, group: str, model: str,
                evaluate_times: int = 3, test_ids_dir: str | Path | None = None, concurrency: int = 4,
-               cache_path: str | Path | None = None, progress: bool = True,
+               cache_path: str | Path | None = None, progress: bool | JudgingProgress = True,
                executor: JudgeExecutor | None = None, score_anyway: bool = False,
                judge_label: str | None = None, meta_extra: dict | None = None) -> JudgeOutcome:
     """Labels are always written (a failed judgement is stored as JudgeError with its reason); the score file

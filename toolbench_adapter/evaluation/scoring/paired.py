@@ -13,8 +13,6 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 RESAMPLES = 10_000
 SEED = 0
 CHUNK = 1_000  # resamples drawn at a time: memory stays bounded on a 765-query set
@@ -35,6 +33,8 @@ def paired_bootstrap(a: Sequence[float], b: Sequence[float], *, resamples: int =
         raise ValueError(f"paired samples differ in length ({len(a)} vs {len(b)})")
     if not a:
         raise ValueError("no paired queries")
+    import numpy as np  # here: a sweep's matrix without a baseline (or tba table) never pays numpy's import
+
     diffs = np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
     n = len(diffs)
     rng = np.random.default_rng(seed)
