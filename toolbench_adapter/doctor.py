@@ -45,6 +45,7 @@ from .server.catalog import ApiCatalog
 from .server.names import SIMULATED_DIR, ApiKey
 from .server.provenance import UNMARKED, made_by, mark_of, parse_key
 from .server.simulators import SIMULATORS
+from .server.simulators.base import DEFAULT_API_KEY_ENV, DEFAULT_BASE_URL
 
 SHIPPED_ROOT = PROJECT_DATA / "stabletoolbench"
 DEFAULT_TIMEOUT_S = 5.0
@@ -75,9 +76,9 @@ class DoctorSettings:
     tool_root: str | None = None  # default: $TBA_TOOL_ROOT, else <stb-root>/toolenv/tools
     cache: str | None = None
     simulator: str = "schema"
-    llm_base_url: str = "http://127.0.0.1:12345/v1"
+    llm_base_url: str | None = None  # None: SimulatorOptions' default
     llm_model: str = ""
-    llm_api_key_env: str = "OPENAI_API_KEY"
+    llm_api_key_env: str | None = None  # None: OPENAI_API_KEY
     mirror_system_prompt: str | None = None
     judge_urls: list[str] | None = None
     judge_model: str = "gpt-4o-mini"
@@ -301,21 +302,22 @@ def check_simulator(settings: DoctorSettings) -> Check:
                      "FILE): a stand-in prompt is not the one MirrorAPI was trained with",
                      "save the SFT_SYSTEM text of StableToolBench's server/system_prompts.py to a file and pass "
                      "--mirror-system-prompt FILE")
-    key = os.environ.get(settings.llm_api_key_env)
-    url = settings.llm_base_url.rstrip("/")
+    key_env = settings.llm_api_key_env or DEFAULT_API_KEY_ENV
+    key = os.environ.get(key_env)
+    url = (settings.llm_base_url or DEFAULT_BASE_URL).rstrip("/")
     client = OpenAIChatClient(url, settings.llm_model, key or "EMPTY", timeout=settings.timeout_s, retries=1)
     try:
         served = client.served_models(url)
     except ChatError as exc:
         refused = exc.status in (401, 403)
-        return Check("simulator", False, f"{what} at {url}: " + (f"the key in ${settings.llm_api_key_env} was "
+        return Check("simulator", False, f"{what} at {url}: " + (f"the key in ${key_env} was "
                      f"refused (HTTP {exc.status})" if refused else f"cannot be reached ({exc})"),
-                     f"set ${settings.llm_api_key_env} to the endpoint's key" if refused else
+                     f"set ${key_env} to the endpoint's key" if refused else
                      f"start the endpoint, or pass --llm-base-url with its URL. {SIMULATOR_GET}")
     if served is not None and settings.llm_model not in served:
         return Check("simulator", False, f"{what} at {url} does not serve {settings.llm_model!r} (served: "
                      f"{', '.join(served) or 'none'})", f"pass --llm-model {served[0]}" if served else SIMULATOR_GET)
-    keyed = f"key from ${settings.llm_api_key_env}" if key else f"no ${settings.llm_api_key_env} set"
+    keyed = f"key from ${key_env}" if key else f"no ${key_env} set"
     detail = f"{what}: {settings.llm_model} at {url} answers ({keyed})"
     if name == "mirrorapi" or not provider_host(url):  # a name at a host of anyone's: which weights answer is unknown
         return Check("simulator", True, detail + ": the model is named, not verified (not the provider's API host "

@@ -134,7 +134,8 @@ class Runner:
 
         server = build_virtual_server(ServerConfig(
             cache_dir=self.cfg.cache_dir, tools_dir=self.cfg.tool_root, stb_root=resolve_root(self.cfg.stb_root),
-            simulator=self.cfg.simulator, save=self.cfg.cache_dir is not None, compat=self.compat))
+            simulator=self.cfg.simulator, simulator_options=self.cfg.simulator_options(),
+            save=self.cfg.cache_dir is not None, compat=self.compat))
         self.tool_probe = ToolServerProbe([], embedded=server, simulator=self.cfg.simulator)
         if self.tool_host is not None:  # its own app and VirtualServer (cache, simulator, counts), a shared listener
             from toolbench_adapter.protocol.server import VIRTUAL_PATH

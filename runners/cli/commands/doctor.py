@@ -34,7 +34,7 @@ DECLARED_EXIT = 4  # every piece there, some only by name: not 0, which says eve
 def register(subparsers) -> None:
     from toolbench_adapter.doctor import DEFAULT_TIMEOUT_S
 
-    from ._common import add_judge_url
+    from ._common import add_judge_url, add_simulator_flags
 
     p = subparsers.add_parser("doctor", help="check each piece a leaderboard-comparable run needs", description=HELP,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -44,15 +44,7 @@ def register(subparsers) -> None:
                    help="tool documents (toolenv/tools); default: $TBA_TOOL_ROOT, else <stb-root>/toolenv/tools")
     p.add_argument("--cache", default=None, metavar="DIR",
                    help="the tool-response cache folder (tba serve --cache, tba run --cache-dir)")
-    p.add_argument("--simulator", default="schema",
-                   help="what answers cache misses, as tba serve --simulator (default schema: synthetic)")
-    p.add_argument("--llm-base-url", default=None,
-                   help="llm/mirrorapi: OpenAI-compatible base URL (default http://127.0.0.1:12345/v1)")
-    p.add_argument("--llm-model", default=None, help="llm/mirrorapi: model name as the endpoint knows it")
-    p.add_argument("--llm-api-key-env", default="OPENAI_API_KEY",
-                   help="llm/mirrorapi: environment variable holding the API key (default OPENAI_API_KEY)")
-    p.add_argument("--mirror-system-prompt", default=None, metavar="FILE",
-                   help="mirrorapi: file holding upstream's SFT_SYSTEM prompt")
+    add_simulator_flags(p, temperature=False)  # as tba serve and tba run take them: one definition
     add_judge_url(p)
     p.add_argument("--judge-model", default=None,
                    help="judge model (default: $TBA_JUDGE_MODEL, else gpt-4o-mini, as tba evaluate)")
@@ -71,12 +63,11 @@ def run(args: argparse.Namespace) -> int:
     if args.timeout <= 0:
         raise InputError(f"--timeout {args.timeout:g} is not positive", field="--timeout", fix="e.g. --timeout 5")
     settings = DoctorSettings(stb_root=args.stb_root, tool_root=args.tool_root, cache=args.cache,
-                              simulator=args.simulator, llm_model=args.llm_model or "",
-                              llm_api_key_env=args.llm_api_key_env, mirror_system_prompt=args.mirror_system_prompt,
+                              simulator=args.simulator or "schema", llm_base_url=args.llm_base_url,
+                              llm_model=args.llm_model or "", llm_api_key_env=args.llm_api_key_env,
+                              mirror_system_prompt=args.mirror_system_prompt,
                               judge_urls=judge_urls(args), judge_model=judge_model_from_args(args),
                               judge_api_key=args.judge_api_key, timeout_s=args.timeout)
-    if args.llm_base_url:
-        settings.llm_base_url = args.llm_base_url
     checks = run_checks(settings)
     print("What a run comparable with the StableToolBench leaderboard needs:")
     for check in checks:
