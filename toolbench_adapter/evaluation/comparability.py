@@ -33,6 +33,7 @@ The ``llm`` simulator counts as GPT-based: it asks the chat model it is given, w
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,6 +60,39 @@ SIMULATOR_WORDS = {"schema": "the schema simulator (synthetic)",
                    "none": "no simulator (an error answer)",
                    "llm": "the GPT-based simulator", "mirrorapi": "MirrorAPI"}
 LEADERBOARD_SIMULATORS = ("llm", "mirrorapi")
+# whose prompt a simulator that asks a model sends (recorded with its endpoint: server/simulators/endpoint.py)
+PROMPT_OWN = "this project's"  # llm: server/simulators/llm.py's; upstream's exact text is not shipped
+PROMPT_FILE = "a file given as upstream's SFT_SYSTEM"  # mirrorapi --mirror-system-prompt FILE: its text unchecked
+PROMPT_STAND_IN = "a stand-in"  # mirrorapi without --mirror-system-prompt: not what MirrorAPI was trained with
+ENDPOINTS = "simulator_endpoints"  # tool_responses' record of each endpoint that answered (or would answer) misses
+
+
+def add_endpoints(before: Iterable, found: Iterable) -> list[dict]:
+    """The distinct simulator endpoints of every session (or shard), in the order first seen: a rerun that asks
+    the same model at another host adds one; the verdict judges each."""
+    endpoints = [dict(e) for e in before or [] if isinstance(e, dict)]
+    for endpoint in found or []:
+        if isinstance(endpoint, dict) and endpoint not in endpoints:
+            endpoints.append(dict(endpoint))
+    return endpoints
+
+
+def maker_id(simulator: str, model: str | None = None, host: str | None = None) -> str:
+    """Who made a response as the server records it (a cache entry's mark, /stats' made_by): the simulator's name,
+    and for one that asks a model the model id whole and its endpoint's host, e.g. ``llm[gpt-4-turbo@api.openai.com]``
+    (a mark of the name alone: written before the model was recorded, or by a simulator that asks none)."""
+    return f"{simulator}[{model}@{host or '?'}]" if model else simulator
+
+
+_MAKER = re.compile(r"(?P<name>[^\[\]]+)\[(?P<model>.+)@(?P<host>[^@\]]*)\]")
+
+
+def parse_maker(maker: str) -> tuple[str, str | None, str | None]:
+    """(simulator, model, host) of a maker_id; the model and host None for a name alone."""
+    found = _MAKER.fullmatch(str(maker))
+    if found is None:
+        return str(maker), None, None
+    return found["name"], found["model"], None if found["host"] in ("", "?") else found["host"]
 
 
 def merge_setups(setups: list) -> dict | None:
@@ -81,6 +115,7 @@ def merge_setups(setups: list) -> dict | None:
     made = [r.get(MADE_BY) for r in responses]
     counts[MADE_BY] = None if any(not isinstance(m, dict) for m in made) else {
         name: sum(int(m.get(name) or 0) for m in made) for name in sorted({n for m in made for n in m})}
+    counts[ENDPOINTS] = add_endpoints([], [e for r in responses for e in r.get(ENDPOINTS) or []])
     merged["tool_responses"] = {**responses[0], **counts}
     return merged
 
@@ -190,7 +225,7 @@ def _tool_responses(facts) -> Condition:
         return Condition("tool responses", FAILED, measured, f"not reported by the tool server ({server}): who "
                          "answered each call is unknown")
     problems = [f"{n} of {requests} made by {_maker(name)}" for name, n in sorted(made.items(), key=lambda x: -x[1])
-                if name not in LEADERBOARD_SIMULATORS]
+                if parse_maker(name)[0] not in LEADERBOARD_SIMULATORS]
     if simulator is None:
         problems.append(f"what answers cache misses is unknown (server {server})")
     elif simulator not in LEADERBOARD_SIMULATORS:

@@ -69,15 +69,13 @@ def run(args: argparse.Namespace) -> int:
     from toolbench_adapter.server.app import DEFAULT_MAX_BODY_BYTES, ServerConfig, build_virtual_server, create_app
     from toolbench_adapter.server.runner import bind, serve_forever, url_of
     from toolbench_adapter.server.simulators import SimulatorOptions
+    from toolbench_adapter.server.simulators.endpoint import check_endpoint
 
     try:
         limits = ConnectionLimits(max_connections=args.max_connections, read_timeout_s=args.read_timeout)
     except ValueError as exc:
         raise InputError(str(exc), field="--max-connections / --read-timeout",
                          fix="pass a positive number") from None
-    if args.mirror_system_prompt and not os.path.isfile(args.mirror_system_prompt):
-        raise InputError("system prompt file not found", path=args.mirror_system_prompt,
-                         fix="save upstream's SFT_SYSTEM text to a file and pass its path")
     options = SimulatorOptions.from_settings(args.llm_base_url, args.llm_model, args.llm_api_key_env,
                                              args.llm_temperature, args.mirror_system_prompt)
     config = ServerConfig(cache_dir=args.cache, tools_dir=args.tools,
@@ -85,7 +83,11 @@ def run(args: argparse.Namespace) -> int:
                           simulator=args.simulator or "schema", simulator_options=options, save=args.save,
                           compat=Compat.from_mode(args.compat),
                           max_body_bytes=args.max_body_bytes or DEFAULT_MAX_BODY_BYTES)
+    # llm / mirrorapi: the endpoint answers and lists the model (one GET /models), or exit 2 before binding;
+    # /health then says what was checked, and a run against this server records it
+    endpoint = check_endpoint(config.simulator, options, key_env=args.llm_api_key_env)
     server = build_virtual_server(config)
+    server.simulator_endpoint = endpoint.facts() if endpoint is not None else None
     try:
         sock = bind(args.host, args.port)
     except OSError as exc:
