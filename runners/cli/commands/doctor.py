@@ -15,11 +15,14 @@ stands behind the name cannot be checked here), or MISSING with what it is and t
   tool documents   --tool-root (default: $TBA_TOOL_ROOT, else <stb-root>/toolenv/tools): a readable document for
                    every tool the query set uses (n of N, the first missing named); fewer is MISSING
   response cache   --cache: StableToolBench's tool_response_cache, its entries by who made them; entries this
-                   project's simulators made (the schema simulator's by content, unmarked simulated ones) are
-                   MISSING ("N of M entries are this project's synthetic answers")
-  simulator        what answers cache misses, as tba serve takes it: a GPT-based llm or a MirrorAPI endpoint (one
-                   GET /models); the default schema simulator answers with synthetic data, so it counts as missing;
-                   a model at a host other than its provider's API is DECLARED
+                   project's simulators made (the schema simulator's by content, unmarked simulated ones, another
+                   model's) are MISSING ("N of M entries are this project's synthetic answers"); gpt-4-turbo's
+                   (this project's prompt) or MirrorAPI's are DECLARED
+  simulator        what answers cache misses, as tba serve and tba run take it (--simulator, --llm-*): its endpoint
+                   checked as a run checks it (one GET /models lists --llm-model whole), judged by the rule the
+                   comparability line uses: OK for the leaderboard's gpt-4-turbo listed by api.openai.com; DECLARED
+                   for that name at another host, or MirrorAPI (a name cannot prove its weights); MISSING for
+                   another model, the synthetic schema simulator, or MirrorAPI without its system prompt
   judge            --judge-url / --judge-model as tba evaluate takes them: reachable, listing the model id whole,
                    answering one test request (the judge preflight), the leaderboard's judge; DECLARED at an
                    endpoint that is not the provider's own API host (api.openai.com)
