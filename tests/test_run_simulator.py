@@ -109,3 +109,22 @@ def test_simulator_settings_that_cannot_work_are_refused_before_anything_runs(tm
     err = capsys.readouterr().err
     assert words in err and "Traceback" not in err, err
     assert not (tmp_path / "bad").exists()
+
+
+def test_a_sweep_takes_the_simulator_in_its_base_and_axes_and_checks_each_cells_endpoint(tmp_path, capsys):
+    """A sweep spec sets the simulator like a config file; every cell's endpoint is checked while the sweep plans
+    (one GET /models each), before any cell runs."""
+    with OpenAIStandin(models=("gpt-4-turbo", "judge-x")) as endpoint:
+        spec = tmp_path / "spec.yaml"
+        spec.write_text(f"""name: simulators
+base: {{backend: scripted, groups: [G1_instruction], limit: 1, simulator: llm, llm_base_url: "{endpoint.url}"}}
+axes:
+  llm_model: [gpt-4-turbo, my-local/model]
+judges:
+  - {{backend: openai, url: "{endpoint.url}", model: judge-x, api_key: x, evaluate_times: 1}}
+""")
+        code = main(["sweep", str(spec), "--out", str(tmp_path / "sweeps"), "--dry-run", "--quiet"])
+        err = capsys.readouterr().err
+        assert code == 2 and endpoint.count() == 0, err
+    assert "does not serve 'my-local/model'" in err and "--llm-model" in err and "spec.yaml" in err
+    assert not list((tmp_path / "sweeps").rglob("*_CoT@1.json"))

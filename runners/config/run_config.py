@@ -150,6 +150,7 @@ class RunConfig:
         problems = settings_problems({f.name: getattr(self, f.name) for f in fields(self)}, in_file=False)
         if problems:
             raise problems_error(problems, path=None)
+        self.check_simulator()  # the whole run's settings only: a config file or a sweep's base may hold part
 
     def check_semantics(self) -> None:
         """What the types cannot say; raises InputError."""
@@ -157,7 +158,6 @@ class RunConfig:
         self.shard_parts()
         reask_limit(self.on_invalid)
         self.check_agent()
-        self.check_simulator()
         if self.trial is not None and self.trials != 1:
             raise InputError(f"a trial folder's run is one trial (trial {self.trial}), not a set of {self.trials}",
                              field="trial", fix="leave trial out: tba run --trials K sets it for each trial folder")
@@ -174,7 +174,9 @@ class RunConfig:
 
     def check_simulator(self) -> None:
         """The --llm-* settings configure the embedded server's llm / mirrorapi simulator: refused where nothing
-        would read them (another simulator, an external tool server), and required where it asks a model."""
+        would read them (another simulator, an external tool server), and required where it asks a model. Checked
+        on a whole run's settings (validate): a config file under flags, a sweep's base under its axes, may each
+        hold one part."""
         from toolbench_adapter.server.simulators import MODEL_SIMULATORS
 
         given = [name for name in self.SIMULATOR_SETTINGS if getattr(self, name) is not None]
@@ -182,20 +184,20 @@ class RunConfig:
         if given and self.server != "embedded":
             servers = self.server if isinstance(self.server, str) else ", ".join(self.server)
             raise InputError(f"{flags} configure the embedded server's simulator, but the tool server at {servers} "
-                             "answers misses with its own simulator", field=given[0],
+                             "answers misses with its own simulator", field=flag_label(given[0]),
                              fix="leave them out (that server's are tba serve's flags of the same names), or leave "
                              "--server out to run the embedded server")
         if given and self.simulator not in MODEL_SIMULATORS:
             raise InputError(f"{flags} configure the llm or mirrorapi simulator, but --simulator {self.simulator} "
-                             "asks no model", field=given[0],
+                             "asks no model", field=flag_label(given[0]),
                              fix="pass --simulator llm (or mirrorapi), or leave the --llm-* flags out")
         if self.simulator in MODEL_SIMULATORS and self.llm_model is None and self.server == "embedded":
             raise InputError(f"the {self.simulator} simulator asks a model: --llm-model is not given",
-                             field="llm_model", fix="pass --llm-model NAME (the leaderboard's simulator: --llm-model "
+                             field=flag_label("llm_model"), fix="pass --llm-model NAME (the leaderboard's simulator: --llm-model "
                              "gpt-4-turbo --llm-base-url https://api.openai.com/v1)")
         if self.mirror_system_prompt is not None and self.simulator != "mirrorapi":
             raise InputError("--mirror-system-prompt is MirrorAPI's system prompt, but --simulator "
-                             f"{self.simulator} does not read it", field="mirror_system_prompt",
+                             f"{self.simulator} does not read it", field=flag_label("mirror_system_prompt"),
                              fix="pass --simulator mirrorapi, or leave --mirror-system-prompt out")
 
     def simulator_options(self):
