@@ -113,6 +113,20 @@ def test_simulated_answers_and_a_simulator_named_only_are_declared(setup, judge,
     assert "None" not in found.line
 
 
+def test_a_merged_run_keeps_every_shards_simulator():
+    """tba merge: the endpoints of every shard are kept, and the worst decides (a shard that asked its simulator
+    elsewhere is not hidden behind the first shard's)."""
+    first, second = leaderboard_setup(), leaderboard_setup()
+    second["tool_responses"]["simulator_endpoints"] = [{**OPENAI_SIMULATOR, "host": "10.0.0.7"}]
+    merged = comparability.merge_setups([first, second])
+    assert [e["host"] for e in merged["tool_responses"]["simulator_endpoints"]] == ["api.openai.com", "10.0.0.7"]
+    [responses] = [c for c in verdict(merged, LEADERBOARD_JUDGE).conditions if c.name == "tool responses"]
+    assert responses.state == "declared" and "cache misses answered by gpt-4-turbo at 10.0.0.7, not" in responses.text
+    [same] = [c for c in verdict(comparability.merge_setups([first, first]), None).conditions
+              if c.name == "tool responses"]
+    assert same.state == "verified" and same.figure.startswith("200 of 200 from the cache")
+
+
 def test_every_sessions_simulator_is_judged():
     """A rerun of the run whose simulator was asked at another host: the worst endpoint decides."""
     setup = leaderboard_setup()
