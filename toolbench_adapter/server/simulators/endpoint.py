@@ -18,6 +18,7 @@ import requests
 
 from toolbench_adapter.evaluation.comparability import PROMPT_FILE, PROMPT_OWN, PROMPT_STAND_IN
 from toolbench_adapter.net.http_session import EnvCachedSession
+from toolbench_adapter.net.transport import FaultKind, classify_exception, short
 
 from ...errors import InputError
 from .base import DEFAULT_API_KEY_ENV, MODEL_SIMULATORS, SimulatorOptions
@@ -64,8 +65,10 @@ def served_ids(simulator: str, url: str, api_key: str, timeout_s: float, key_env
         with EnvCachedSession() as session:
             reply = session.get(target, headers=headers, timeout=timeout_s)
     except requests.RequestException as exc:
-        raise InputError(f"{_where(simulator, url)} cannot be reached (GET {target}: {type(exc).__name__}: "
-                         f"{exc})", field="--llm-base-url",
+        fault = classify_exception(exc)
+        why = (f"no answer within {timeout_s:g} s" if fault is FaultKind.TIMEOUT else
+               "connection refused, reset or host unknown" if fault is FaultKind.CONNECTION_ERROR else short(str(exc)))
+        raise InputError(f"{_where(simulator, url)} cannot be reached (GET {target}: {why})", field="--llm-base-url",
                          fix=f"start it, or pass --llm-base-url with the API root of a running OpenAI-compatible "
                          f"server ({LEADERBOARD_HINT})") from None
     if reply.status_code in (401, 403):
