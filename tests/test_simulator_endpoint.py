@@ -134,3 +134,18 @@ def test_mirrorapi_records_whose_system_prompt_it_sends(tmp_path, with_prompt):
                                                        else [])]) == 0
     [found] = responses(tmp_path / "m")["simulator_endpoints"]
     assert found["prompt"] == (PROMPT_FILE if with_prompt else PROMPT_STAND_IN) and found["model"] == "mirror"
+
+
+def test_a_parser_fan_out_checks_its_simulator_once_and_every_variant_records_it(tmp_path, capsys):
+    """tba run --parsers: one embedded server for every variant, its simulator's endpoint checked before it starts
+    and recorded by each variant run (they reach the server by its URL)."""
+    fan_out = ["--dialect", "toolllama", "--parsers", "react-find,react-robust", "--limit", "1"]
+    assert main(run_args(tmp_path, "dead", "--llm-base-url", dead_url("/v1"), *fan_out)) == 2
+    assert "cannot be reached" in capsys.readouterr().err
+    assert not list((tmp_path / "dead").rglob("*_CoT@1.json"))
+    with OpenAIStandin(models=("gpt-4-turbo",), chat=[SIMULATED]) as endpoint:
+        assert main(run_args(tmp_path, "fan", "--llm-base-url", endpoint.url, *fan_out)) == 0
+        assert endpoint.model_lists == 1
+    for variant in ("react-find", "react-robust"):
+        facts = responses(tmp_path / "fan" / variant)
+        assert [e["model"] for e in facts["simulator_endpoints"]] == ["gpt-4-turbo"], variant
