@@ -67,6 +67,7 @@ class OpenAIStandin:
         self._hang_seconds = 0.0
         self.requests: list[tuple[str, dict]] = []  # (endpoint, body) of every POST, failed ones included
         self.probes: list[tuple[str, dict]] = []  # judge preflight test requests (evaluation/judging/preflight.py)
+        self.model_lists = 0  # GET /v1/models requests answered
         self._server = LoopbackServer(self._app())
 
     @property
@@ -106,6 +107,8 @@ class OpenAIStandin:
 
         @app.get("/v1/models")
         def models():
+            with self._lock:
+                self.model_lists += 1
             return {"object": "list", "data": [{"id": m, "object": "model", "owned_by": self.owned_by} for m in self.models]}
 
         async def handle(endpoint: str, request: Request):

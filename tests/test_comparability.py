@@ -20,7 +20,15 @@ from runners.execution.runner import Runner
 from runners.judging.evaluate import evaluate_run
 from tests.test_report_chromium import chromium  # noqa: F401 (a fixture)
 from toolbench_adapter.evaluation import comparability
-from toolbench_adapter.evaluation.comparability import AS_DECLARED, COMPARABLE, NOT_COMPARABLE, verdict
+from toolbench_adapter.evaluation.comparability import (
+    AS_DECLARED,
+    COMPARABLE,
+    NOT_COMPARABLE,
+    PROMPT_FILE,
+    PROMPT_OWN,
+    PROMPT_STAND_IN,
+    verdict,
+)
 from toolbench_adapter.evaluation.evaluations import choose_evaluation
 from toolbench_adapter.evaluation.stb_queries import classify_queries, digest_table, stb_digests
 from toolbench_adapter.queryset.queries import QuerySet
@@ -43,25 +51,88 @@ def all_stb() -> dict:
     return {"root": str(STB), "stb": {g: [int(i) for i in ids] for g, ids in stb_digests().items()}, "other": {}}
 
 
+OPENAI_SIMULATOR = {"simulator": "llm", "model": "gpt-4-turbo", "host": "api.openai.com", "listed": True,
+                    "prompt": PROMPT_OWN}
+
+
 def leaderboard_setup() -> dict:
     """Facts that meet every condition: a model, the 765 queries, documents for all 814 tools, the run's own
-    server answering from the cache with misses by a GPT-based simulator."""
+    server answering every call from the cache, its misses left to gpt-4-turbo listed by OpenAI's API host."""
     return {"agent": {"backend": "openai-chat", "model": "m"}, "queries": all_stb(),
             "tool_documents": {"tool_root": "toolenv/tools", "found": True, "tools": 814, "covered": 814,
                                "used": [], "missing": []},
             "tool_responses": {"server": "embedded", "simulator": "llm", "cache_dir": "cache", "requests": 100,
-                               "hits": 97, "simulated_hits": 0, "misses": 3, "made_by": {"llm": 3}},
+                               "hits": 100, "simulated_hits": 0, "misses": 0, "made_by": {},
+                               "simulator_endpoints": [dict(OPENAI_SIMULATOR)]},
             "method": {"method": "CoT@1", "constrain": "off", "on_invalid": "observe"}}
+
+
+def with_misses(made_by: dict, **endpoint) -> dict:
+    """The leaderboard's setup with 3 of its 100 calls answered by a simulator (``made_by``), its endpoint changed."""
+    setup = leaderboard_setup()
+    setup["tool_responses"].update(hits=97, misses=3, made_by=made_by)
+    setup["tool_responses"]["simulator_endpoints"][0].update(endpoint)
+    setup["tool_responses"]["simulator"] = setup["tool_responses"]["simulator_endpoints"][0]["simulator"]
+    return setup
 
 
 # ---------------------------------------------------------------- the rule, reason by reason
 
 def test_the_leaderboards_setup_is_comparable():
     assert assess(leaderboard_setup(), LEADERBOARD_JUDGE) == (True, [])
-    assert verdict(leaderboard_setup(), LEADERBOARD_JUDGE).line == COMPARABLE
-    mirror = leaderboard_setup()
-    mirror["tool_responses"].update(simulator="mirrorapi", made_by={"mirrorapi": 3})  # judged by gpt-4o there
-    assert assess(mirror, {**LEADERBOARD_JUDGE, "model": "gpt-4o"}) == (True, [])
+    found = verdict(leaderboard_setup(), LEADERBOARD_JUDGE)
+    assert found.line == COMPARABLE
+    [responses] = [c for c in found.conditions if c.name == "tool responses"]
+    assert responses.figure == "100 of 100 from the cache; cache misses answered by gpt-4-turbo at api.openai.com"
+
+
+GPT = "llm[gpt-4-turbo@api.openai.com]"
+
+
+@pytest.mark.parametrize(("setup", "judge", "declared"), [
+    # the leaderboard's model answered misses, but with this project's prompt: never upstream's answers
+    (with_misses({GPT: 3}), LEADERBOARD_JUDGE,
+     "tool responses: 97 of 100 from the cache; 3 of 100 made by gpt-4-turbo with this project's simulation prompt "
+     "(upstream's prompt is not shipped)"),
+    # the right name at a host of anyone's: no miss, but what would answer one is a name
+    (with_misses({}, host="127.0.0.1"), LEADERBOARD_JUDGE,
+     "cache misses answered by gpt-4-turbo at 127.0.0.1, not the provider's API host (api.openai.com): which "
+     "weights answer cannot be checked here"),
+    (with_misses({"llm[gpt-4-turbo@127.0.0.1]": 3}, host="127.0.0.1"), LEADERBOARD_JUDGE,
+     "3 of 100 made by gpt-4-turbo at 127.0.0.1 with this project's simulation prompt (upstream's prompt is not "
+     "shipped); 127.0.0.1 is not the provider's API host"),
+    # MirrorAPI: a local vLLM whose name cannot prove its weights (judged by gpt-4o there)
+    (with_misses({"mirrorapi[MirrorAPI-Cache@127.0.0.1]": 3}, simulator="mirrorapi", model="MirrorAPI-Cache",
+                 host="127.0.0.1", prompt=PROMPT_FILE), {**LEADERBOARD_JUDGE, "model": "gpt-4o"},
+     "3 of 100 made by MirrorAPI served as MirrorAPI-Cache at 127.0.0.1 (a name cannot prove which weights answer)"),
+])
+def test_simulated_answers_and_a_simulator_named_only_are_declared(setup, judge, declared):
+    found = verdict(setup, judge)
+    assert found.kind == "as declared" and not found.reasons, found.line
+    assert found.line.startswith(AS_DECLARED + ": tool responses: ") and declared in found.line, found.line
+    assert "None" not in found.line
+
+
+def test_a_merged_run_keeps_every_shards_simulator():
+    """tba merge: the endpoints of every shard are kept, and the worst decides (a shard that asked its simulator
+    elsewhere is not hidden behind the first shard's)."""
+    first, second = leaderboard_setup(), leaderboard_setup()
+    second["tool_responses"]["simulator_endpoints"] = [{**OPENAI_SIMULATOR, "host": "10.0.0.7"}]
+    merged = comparability.merge_setups([first, second])
+    assert [e["host"] for e in merged["tool_responses"]["simulator_endpoints"]] == ["api.openai.com", "10.0.0.7"]
+    [responses] = [c for c in verdict(merged, LEADERBOARD_JUDGE).conditions if c.name == "tool responses"]
+    assert responses.state == "declared" and "cache misses answered by gpt-4-turbo at 10.0.0.7, not" in responses.text
+    [same] = [c for c in verdict(comparability.merge_setups([first, first]), None).conditions
+              if c.name == "tool responses"]
+    assert same.state == "verified" and same.figure.startswith("200 of 200 from the cache")
+
+
+def test_every_sessions_simulator_is_judged():
+    """A rerun of the run whose simulator was asked at another host: the worst endpoint decides."""
+    setup = leaderboard_setup()
+    setup["tool_responses"]["simulator_endpoints"].append({**OPENAI_SIMULATOR, "host": "localhost"})
+    found = verdict(setup, LEADERBOARD_JUDGE)
+    assert found.kind == "as declared" and "cache misses answered by gpt-4-turbo at localhost, not" in found.line
 
 
 def test_the_simulator_answering_misses_counts_even_without_a_miss():
@@ -120,6 +191,21 @@ def _changed(path: str, value) -> dict:
      "tool responses: cache misses answered by no simulator"),
     (_changed("tool_responses.simulator", None), LEADERBOARD_JUDGE, "what answers cache misses is unknown"),
     (_changed("tool_responses.made_by", None), LEADERBOARD_JUDGE, "tool responses: not reported by the tool server"),
+    # the simulator believed by name no more: the model it asked, whole, and whether its endpoint listed it
+    (with_misses({}, model="SmolLM2-135M-Instruct"), LEADERBOARD_JUDGE, "tool responses: cache misses answered by "
+     "SmolLM2-135M-Instruct (the llm simulator), not the leaderboard's gpt-4-turbo"),
+    (with_misses({}, model="my-org/gpt-4-turbo"), LEADERBOARD_JUDGE,
+     "cache misses answered by my-org/gpt-4-turbo (the llm simulator), not the leaderboard's gpt-4-turbo"),
+    (with_misses({"llm[SmolLM2@127.0.0.1]": 3}), LEADERBOARD_JUDGE,
+     "tool responses: 3 of 100 made by SmolLM2 (the llm simulator), not the leaderboard's gpt-4-turbo"),
+    (with_misses({"llm": 3}), LEADERBOARD_JUDGE,
+     "tool responses: 3 of 100 made by the llm simulator, its model not recorded"),
+    (_changed("tool_responses.simulator_endpoints", []), LEADERBOARD_JUDGE,
+     "tool responses: cache misses answered by the llm simulator, its model not recorded"),
+    (with_misses({}, listed=None), LEADERBOARD_JUDGE,
+     "tool responses: the simulator's model gpt-4-turbo is not in the model list of api.openai.com"),
+    (with_misses({}, simulator="mirrorapi", model="mirror", prompt=PROMPT_STAND_IN), {**LEADERBOARD_JUDGE,
+     "model": "gpt-4o"}, "cache misses answered by MirrorAPI (mirror) with a stand-in system prompt, not upstream's"),
     (_changed("agent.backend", "scripted"), LEADERBOARD_JUDGE, "agent: the scripted backend, not a model"),
     (_changed("agent", None), LEADERBOARD_JUDGE, "agent: not recorded"),
     (leaderboard_setup(), {**LEADERBOARD_JUDGE, "self_judged": True, "model": "SmolLM2"},

@@ -55,7 +55,8 @@ def test_unknown_settings_get_did_you_mean(tmp_path, capsys):
     assert main(run_config(tmp_path, "temprature: 0.2\nmax-step: 6\nnmae: y\n")) == 2
     err = capsys.readouterr().err
     assert "3 settings are wrong" in err
-    assert "unknown setting(s) temprature\n    fix: did you mean temperature?" in err
+    # the closest first (the simulator's llm_temperature is the next)
+    assert "unknown setting(s) temprature\n    fix: did you mean temperature or llm_temperature?" in err
     assert "unknown setting(s) max-step\n    fix: did you mean max_step?" in err
     assert "unknown setting(s) nmae\n    fix: did you mean name?" in err
 

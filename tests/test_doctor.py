@@ -61,16 +61,28 @@ def all_tools(tmp_path):
 
 @pytest.fixture
 def cache(tmp_path):
-    """A response cache in upstream's layout: two entries of one api, one of them made by a GPT-based simulator of
-    this project (marked in the _simulated mirror: provenance.py)."""
+    """A response cache in upstream's layout: two entries of one api, none made by this project's simulators."""
     root = tmp_path / "tool_response_cache"
     (root / "Data" / "theclique_for_Data").mkdir(parents=True)
     (root / "Data" / "theclique_for_Data" / "songkick_concert.json").write_text(json.dumps(
         {"{'id_conc': '1'}": {"error": "", "response": "a"}, "{'id_conc': '2'}": {"error": "", "response": "b"}}))
-    (root / "_simulated" / "Data" / "theclique_for_Data").mkdir(parents=True)
-    (root / "_simulated" / "Data" / "theclique_for_Data" / "songkick_concert.json").write_text(json.dumps(
-        {"{'id_conc': '2'}": {"error": "", "response": "b", "_tba_made_by": "llm"}}))
     return root
+
+
+def mark_second_entry(cache, maker: str):
+    """The cache's second entry made by a simulator of this project: its mark in the _simulated mirror
+    (provenance.py), naming the maker as the server writes it (comparability.maker_id)."""
+    (cache / "_simulated" / "Data" / "theclique_for_Data").mkdir(parents=True)
+    (cache / "_simulated" / "Data" / "theclique_for_Data" / "songkick_concert.json").write_text(json.dumps(
+        {"{'id_conc': '2'}": {"error": "", "response": "b", "_tba_made_by": maker}}))
+    return cache
+
+
+@pytest.fixture
+def openai_is_loopback(monkeypatch):
+    """The provider's own API host stood in for by loopback, in this process only (comparability.PROVIDER_HOSTS:
+    no flag or setting can do this)."""
+    monkeypatch.setattr("toolbench_adapter.evaluation.comparability.PROVIDER_HOSTS", frozenset({"127.0.0.1"}))
 
 
 def test_a_fresh_clone_misses_the_cache_the_simulator_and_the_judge(capsys, tmp_path):
@@ -87,9 +99,8 @@ def test_a_fresh_clone_misses_the_cache_the_simulator_and_the_judge(capsys, tmp_
     assert "4 of 5 pieces missing" in out
 
 
-def test_every_piece_verified_is_ok_and_exit_0(capsys, all_tools, cache, monkeypatch):
+def test_every_piece_verified_is_ok_and_exit_0(capsys, all_tools, cache, openai_is_loopback):
     """The judge and simulator at their provider's own API host (loopback stands in for it here) are verified."""
-    monkeypatch.setattr("toolbench_adapter.doctor.PROVIDER_HOSTS", frozenset({"127.0.0.1"}))
     with OpenAIStandin(models=(GPT_CACHE_JUDGE, SIMULATOR_MODEL)) as endpoint:
         code, lines, out = doctor(capsys, "--tool-root", str(all_tools), "--cache", str(cache),
                                   "--simulator", "llm", "--llm-base-url", endpoint.url, "--llm-model", SIMULATOR_MODEL,
@@ -98,11 +109,42 @@ def test_every_piece_verified_is_ok_and_exit_0(capsys, all_tools, cache, monkeyp
     assert code == 0, out
     assert all(line.startswith("OK") for line in lines.values()) and len(lines) == 5, out
     assert "documents for 814 of 814 tools the query set uses" in lines["tool documents"]
-    assert "2 entries in 1 api files, 1 made by this project's llm simulator" in lines["response cache"]
-    assert SIMULATOR_MODEL in lines["simulator"]
+    assert "2 entries in 1 api files, none made by this project" in lines["response cache"]
+    assert f"cache misses answered by {SIMULATOR_MODEL} at 127.0.0.1" in lines["simulator"]
+    assert "a run with misses reads \"as declared\"" in lines["simulator"]  # this project's prompt, said
     assert "the judge of the GPT-based caching system tables" in lines["judge"]
     assert probes == 1  # the judge preflight's one test request
     assert "all 5 pieces are there, each verified" in out
+
+
+@pytest.mark.parametrize(("maker", "status", "words"), [
+    ("llm[gpt-4-turbo@api.openai.com]", "DECLARED",
+     "1 of 2 entries made by this project's server: gpt-4-turbo with this project's simulation prompt"),
+    ("llm[SmolLM2-135M@127.0.0.1]", "MISSING",
+     "1 of 2 entries made by this project's server: SmolLM2-135M (the llm simulator), not the leaderboard's "
+     "gpt-4-turbo"),
+    ("llm", "MISSING", "1 of 2 entries made by this project's server: the llm simulator, its model not recorded"),
+])
+def test_a_caches_simulated_entries_are_judged_by_the_model_that_made_them(capsys, cache, maker, status, words):
+    """Each entry of this project's simulators is judged as the comparability line judges the answer when served:
+    the model whole and where, never the name llm."""
+    _, lines, _ = doctor(capsys, "--cache", str(mark_second_entry(cache, maker)))
+    assert lines["response cache"].startswith(status) and words in lines["response cache"], lines["response cache"]
+
+
+@pytest.mark.parametrize(("model", "status", "words"), [
+    (SIMULATOR_MODEL, "DECLARED", "named, not verified (cache misses answered by gpt-4-turbo at 127.0.0.1, not the "
+     "provider's API host (api.openai.com)"),
+    ("SmolLM2-135M-Instruct", "MISSING", "but cache misses answered by SmolLM2-135M-Instruct (the llm simulator), not "
+     "the leaderboard's gpt-4-turbo"),
+    ("my-org/gpt-4-turbo", "MISSING", "not the leaderboard's gpt-4-turbo"),
+])
+def test_the_simulator_is_judged_by_the_model_it_asks_and_where(capsys, model, status, words):
+    """A local model served under any name: at a local host even the leaderboard's name is only declared."""
+    with OpenAIStandin(models=(model,)) as endpoint:
+        _, lines, _ = doctor(capsys, "--simulator", "llm", "--llm-base-url", endpoint.url, "--llm-model", model)
+        assert endpoint.model_lists == 1 and endpoint.count() == 0  # one GET /models, no simulation request
+    assert lines["simulator"].startswith(status) and words in lines["simulator"], lines["simulator"]
 
 
 def test_a_judge_and_simulator_at_another_host_are_declared_and_exit_4(capsys, all_tools, cache):
@@ -158,9 +200,12 @@ def test_simulator_endpoints_are_checked(capsys, tmp_path):
     assert lines["simulator"].startswith("MISSING") and "does not serve 'gpt-4-turbo'" in lines["simulator"]
     with FaultyServer([401]) as server:
         _, lines, _ = doctor(capsys, "--simulator", "llm", "--llm-base-url", server.url + "/v1", "--llm-model", "m")
-    assert lines["simulator"].startswith("MISSING") and "$OPENAI_API_KEY was refused" in lines["simulator"]
-    _, lines, _ = doctor(capsys, "--simulator", "mirrorapi", "--llm-model", "mirror")
-    assert lines["simulator"].startswith("MISSING") and "--mirror-system-prompt" in lines["simulator"]
+    assert lines["simulator"].startswith("MISSING") and "refused the key in $OPENAI_API_KEY" in lines["simulator"]
+    with OpenAIStandin(models=("mirror",)) as endpoint:  # MirrorAPI without upstream's system prompt
+        _, lines, _ = doctor(capsys, "--simulator", "mirrorapi", "--llm-model", "mirror", "--llm-base-url",
+                             endpoint.url)
+    assert lines["simulator"].startswith("MISSING") and "with a stand-in system prompt" in lines["simulator"]
+    assert "--mirror-system-prompt" in lines["simulator"]
 
 
 def test_an_unknown_simulator_is_bad_input(capsys):

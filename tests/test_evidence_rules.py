@@ -83,3 +83,43 @@ def test_a_condition_the_table_says_is_never_declared_has_no_declared_state_in_i
         source = inspect.getsource(readers[row[0]])
         assert ("DECLARED" in source) == (row[3] != "never"), row[0]
         assert "FAILED" in source and "VERIFIED" in source, row[0]
+
+
+def _responses(made_by: dict, simulator: str = "llm", **endpoint) -> dict:
+    """Tool-response facts of a run's own server over 100 calls: ``made_by`` simulated, the rest from the cache."""
+    found = {"simulator": simulator, "model": "gpt-4-turbo", "host": "api.openai.com", "listed": True,
+             "prompt": comparability.PROMPT_OWN, **endpoint}
+    simulated = sum(made_by.values())
+    return {"server": "embedded", "simulator": simulator, "requests": 100, "hits": 100 - simulated,
+            "simulated_hits": 0, "misses": simulated, "made_by": made_by, "simulator_endpoints": [found]}
+
+
+# each phrase of the table's tool-responses row, the column it stands in, and facts the code must put there
+SIMULATOR_ROWS = [
+    (VERIFIED, "every response from the cache, misses answered by gpt-4-turbo listed by its provider's own API host",
+     _responses({})),
+    (DECLARED, "responses made by gpt-4-turbo with this project's simulation prompt",
+     _responses({"llm[gpt-4-turbo@api.openai.com]": 3})),
+    (DECLARED, "gpt-4-turbo at another host", _responses({}, host="127.0.0.1")),
+    (DECLARED, "MirrorAPI (a name cannot prove its weights)",
+     _responses({}, "mirrorapi", model="MirrorAPI-Cache", host="127.0.0.1", prompt=comparability.PROMPT_FILE)),
+    (DECLARED, "an external tool server", {**_responses({}), "server": "http://127.0.0.1:8080/virtual"}),
+    (FAILED, "a synthetic response", _responses({"schema": 3})),
+    (FAILED, "the schema or no simulator", _responses({}, "schema")),
+    (FAILED, "another model, or one not recorded or not listed", _responses({}, model="SmolLM2-135M")),
+    (FAILED, "another model, or one not recorded or not listed", _responses({"llm": 3})),
+    (FAILED, "another model, or one not recorded or not listed", _responses({}, listed=None)),
+    (FAILED, "MirrorAPI with a stand-in prompt",
+     _responses({}, "mirrorapi", model="m", prompt=comparability.PROMPT_STAND_IN)),
+    (FAILED, "counts not reported", {**_responses({}), "made_by": None}),
+]
+
+
+@pytest.mark.parametrize(("state", "phrase", "facts"), SIMULATOR_ROWS)
+def test_the_tool_responses_row_says_what_the_code_decides_for_the_simulator(state, phrase, facts):
+    """The simulator is judged as the judge is (the follow-up to issue 40): each case the table's row names is in
+    the column the code puts it."""
+    header, *rows = tables(comparability.__doc__)[1]
+    row = next(r for r in rows if r[0] == "tool responses")
+    assert phrase in row[header.index(state)], (state, phrase)
+    assert comparability._tool_responses(facts).state == state, comparability._tool_responses(facts)

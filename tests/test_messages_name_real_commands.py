@@ -32,7 +32,7 @@ OTHER_PROGRAMS = {
     "--backends": "e2e", "--compiled": "e2e", "--constrained-method": "e2e", "--engine": "e2e",
     "--engine-command": "e2e", "--judge-evaluator": "e2e", "--methods": "e2e", "--model-folder": "e2e",
     "--profile": "e2e", "--vllm-arg": "e2e", "--vllm-python": "e2e",
-    "--judge-": "the --judge-* flags, as a family", "--prot": "a typo in an example of did-you-mean",
+    "--judge-": "the --judge-* flags, as a family", "--llm-": "the simulator's --llm-* flags, as a family", "--prot": "a typo in an example of did-you-mean",
 }
 # "tba X" where X is not a command word: the error prefix of every command ("tba {command}: error")
 DYNAMIC_ALLOWED = {("runners/cli/main.py", "tba \x00: error: \x00"), ("runners/cli/main.py", "tba \x00: interrupted")}

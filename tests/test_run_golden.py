@@ -69,6 +69,9 @@ def manifest_digest(run: Path) -> str:
     assert manifest["config"].pop("trials") == 1 and manifest["config"].pop("trial") is None
     # issue 43's (an outside agent): a run of a model records agent null and its timeout's default; left out as well
     assert manifest["config"].pop("agent", None) is None and manifest["config"].pop("agent_timeout", 600.0) == 600.0
+    # the embedded simulator's endpoint settings (tba run --llm-*): none for the schema simulator; left out as well
+    for name in ("llm_base_url", "llm_model", "llm_api_key_env", "llm_temperature", "mirror_system_prompt"):
+        assert manifest["config"].pop(name) is None
     manifest.pop("code_version")
     # added by issue 33 (a run's queries: digests and the data root, an absolute path that differs per checkout;
     # tests/test_run_query_identity.py checks them): left out so the digests stay those recorded before the split

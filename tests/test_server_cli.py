@@ -42,6 +42,6 @@ def test_serve_help_and_bad_flags(tmp_path, capsys):
     assert tba(["serve", "--port", "0", "--cache", str(file_not_dir)]) == 2
     assert "is a file" in capsys.readouterr().err
     assert tba(["serve", "--port", "0", "--simulator", "llm"]) == 2  # no --llm-model
-    assert "needs a model name" in capsys.readouterr().err
+    assert "the llm simulator asks a model: --llm-model is not given" in capsys.readouterr().err
     assert tba(["serve", "--port", "0", "--simulator", "schma"]) == 2
     assert "schema" in capsys.readouterr().err

@@ -4,8 +4,10 @@ Five pieces, each checked where it lives on the evidence the comparability line 
 (evaluation/comparability.py), and answered OK, DECLARED (there, but what stands behind its name cannot be
 checked here) or MISSING with what it is and how to get it: the query files (StableToolBench's by digest), the
 tool documents (n of the N tools the query set uses: queryset/tool_coverage.py), the tool-response cache (its
-entries by who made them: server/provenance.py), a simulator for cache misses (a GPT-based `llm` or MirrorAPI
-endpoint: the `schema` simulator answers with synthetic data), and the judge (reachable, listing and serving the
+entries by who made them, each maker judged by the rule: server/provenance.py, comparability.judge_maker), a
+simulator for cache misses (its endpoint checked as a run checks it, judged by comparability.miss_answerer: the
+leaderboard's gpt-4-turbo at its provider's host is OK, the same name elsewhere or MirrorAPI DECLARED, another model
+or the synthetic `schema` simulator MISSING), and the judge (reachable, listing and serving the
 model id whole: the judge preflight of evaluation/judging/preflight.py; the leaderboard's judge; verified only at
 its provider's own API host). Every network check is one short request (``timeout_s``), so the command ends in
 bounded time whatever answers or hangs; a file of the cache or tool folder that cannot be read (a FIFO, a
@@ -17,10 +19,16 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
 
-from toolbench_adapter.evaluation.comparability import PROVIDER_HOSTS
-from toolbench_adapter.evaluation.judging.chat import ChatError, OpenAIChatClient
+from toolbench_adapter.evaluation import comparability
+from toolbench_adapter.evaluation.comparability import (
+    DECLARED,
+    FAILED,
+    judge_maker,
+    miss_answerer,
+    provider_host,
+)
+from toolbench_adapter.evaluation.judging.chat import OpenAIChatClient
 from toolbench_adapter.evaluation.judging.preflight import PREFLIGHT_PROMPT, preflight_judge
 from toolbench_adapter.files.folder_files import files_under
 from toolbench_adapter.files.input_files import UnreadableFile, read_bytes, read_json
@@ -44,7 +52,9 @@ from .protocol.query_files import QUERY_FILE_SHA256, SOLVABLE_QUERY_COUNT, UPSTR
 from .server.catalog import ApiCatalog
 from .server.names import SIMULATED_DIR, ApiKey
 from .server.provenance import UNMARKED, made_by, mark_of, parse_key
-from .server.simulators import SIMULATORS
+from .server.simulators import MODEL_SIMULATORS, SIMULATORS, SimulatorOptions
+from .server.simulators.base import DEFAULT_API_KEY_ENV
+from .server.simulators.endpoint import check_endpoint
 
 SHIPPED_ROOT = PROJECT_DATA / "stabletoolbench"
 DEFAULT_TIMEOUT_S = 5.0
@@ -75,9 +85,9 @@ class DoctorSettings:
     tool_root: str | None = None  # default: $TBA_TOOL_ROOT, else <stb-root>/toolenv/tools
     cache: str | None = None
     simulator: str = "schema"
-    llm_base_url: str = "http://127.0.0.1:12345/v1"
+    llm_base_url: str | None = None  # None: SimulatorOptions' default
     llm_model: str = ""
-    llm_api_key_env: str = "OPENAI_API_KEY"
+    llm_api_key_env: str | None = None  # None: OPENAI_API_KEY
     mirror_system_prompt: str | None = None
     judge_urls: list[str] | None = None
     judge_model: str = "gpt-4o-mini"
@@ -103,11 +113,6 @@ def catalog_of(queries: QuerySet | None) -> ApiCatalog:
         for api in query.api_list:
             catalog.add(api)
     return catalog
-
-
-def provider_host(url: str) -> bool:
-    """Whether ``url`` is the judge's or simulator's provider's own API host (comparability.PROVIDER_HOSTS)."""
-    return (urlsplit(url).hostname or "") in PROVIDER_HOSTS
 
 
 # ---- query files ---------------------------------------------------------------------------------------------
@@ -211,13 +216,20 @@ def check_cache(cache: str | None, catalog: ApiCatalog | None = None) -> Check:
     if not census.entries:
         return Check("response cache", False, f"{path}: {census.files} cache files, no entries{unreadable}", CACHE_GET)
     where = f"{path}: {census.entries} entries in {census.files} api files"
-    others = "".join(f", {n} made by this project's {name} simulator" for name, n in sorted(census.made.items())
-                     if name not in SYNTHETIC_MAKERS)
-    if census.synthetic:
-        return Check("response cache", False, f"{where}: {census.synthetic} of {census.entries} entries are this "
-                     f"project's synthetic answers (the schema simulator's, or simulated unmarked), not "
-                     f"StableToolBench's cache{others}{unreadable}", CACHE_GET)
-    return Check("response cache", True, f"{where}{others or ', none made by this project'}{unreadable}")
+    judged = {maker: judge_maker(maker) for maker in census.made}
+    others = {state: "; ".join(f"{n} of {census.entries} entries made by this project's server: {judged[maker][1]}"
+                               for maker, n in sorted(census.made.items()) if maker not in SYNTHETIC_MAKERS
+                               and judged[maker][0] == state) for state in (FAILED, DECLARED)}
+    if census.synthetic or others[FAILED]:
+        problems = ([f"{census.synthetic} of {census.entries} entries are this project's synthetic answers (the "
+                     "schema simulator's, or simulated unmarked)"] if census.synthetic else []) + \
+            ([others[FAILED]] if others[FAILED] else [])
+        also = f"; {others[DECLARED]}" if others[DECLARED] else ""
+        return Check("response cache", False, f"{where}: {'; '.join(problems)}, not StableToolBench's cache{also}"
+                     f"{unreadable}", CACHE_GET)
+    if others[DECLARED]:  # simulated by the leaderboard's model (or MirrorAPI), with this project's prompt
+        return Check("response cache", True, f"{where}: {others[DECLARED]}{unreadable}", declared=True)
+    return Check("response cache", True, f"{where}, none made by this project{unreadable}")
 
 
 SYNTHETIC_MAKERS = ("schema", "none", UNMARKED)
@@ -286,42 +298,37 @@ SIMULATOR_GET = (f"a GPT-based simulator: --simulator llm --llm-base-url https:/
 
 
 def check_simulator(settings: DoctorSettings) -> Check:
+    """What answers cache misses, on the evidence a run records and the rule reads (comparability.miss_answerer):
+    the endpoint checked as tba run checks it before a run (one GET /models: server/simulators/endpoint.py), the
+    model id whole, the host, whose prompt. OK only for the leaderboard's model listed by its provider's host."""
     name = settings.simulator
     if name in SYNTHETIC_SIMULATORS:
         return Check("simulator", False, f"--simulator {name} {SYNTHETIC_SIMULATORS[name]}: numbers on it are not "
                      "comparable with the leaderboard", SIMULATOR_GET)
-    if name not in ("llm", "mirrorapi"):
+    if name not in MODEL_SIMULATORS:
         return Check("simulator", False, f"--simulator {name}: a third-party simulator, not one the leaderboard "
                      "used", SIMULATOR_GET)
     what = "GPT-based (llm)" if name == "llm" else "MirrorAPI"
-    if not settings.llm_model:
-        return Check("simulator", False, f"{what}: no --llm-model given", SIMULATOR_GET)
-    if name == "mirrorapi" and not (settings.mirror_system_prompt and Path(settings.mirror_system_prompt).is_file()):
-        return Check("simulator", False, "MirrorAPI without upstream's SFT_SYSTEM prompt (--mirror-system-prompt "
-                     "FILE): a stand-in prompt is not the one MirrorAPI was trained with",
+    key_env = settings.llm_api_key_env or DEFAULT_API_KEY_ENV
+    options = SimulatorOptions.from_settings(settings.llm_base_url, settings.llm_model, key_env, None,
+                                             settings.mirror_system_prompt)
+    try:
+        endpoint = check_endpoint(name, options, key_env=key_env, timeout_s=settings.timeout_s)
+    except InputError as exc:
+        return Check("simulator", False, f"{what}: {exc.problem}", f"{exc.fix}. {SIMULATOR_GET}" if exc.fix
+                     else SIMULATOR_GET)
+    assert endpoint is not None  # a model simulator's (MODEL_SIMULATORS)
+    state, words = miss_answerer(name, [endpoint.facts()])
+    keyed = f"key from ${key_env}" if os.environ.get(key_env) else f"no ${key_env} set"
+    detail = f"{what}: {endpoint.base_url} lists {endpoint.model} ({keyed})"
+    if state == FAILED:
+        return Check("simulator", False, f"{detail}, but {words}", SIMULATOR_GET if name == "llm" else
                      "save the SFT_SYSTEM text of StableToolBench's server/system_prompts.py to a file and pass "
                      "--mirror-system-prompt FILE")
-    key = os.environ.get(settings.llm_api_key_env)
-    url = settings.llm_base_url.rstrip("/")
-    client = OpenAIChatClient(url, settings.llm_model, key or "EMPTY", timeout=settings.timeout_s, retries=1)
-    try:
-        served = client.served_models(url)
-    except ChatError as exc:
-        refused = exc.status in (401, 403)
-        return Check("simulator", False, f"{what} at {url}: " + (f"the key in ${settings.llm_api_key_env} was "
-                     f"refused (HTTP {exc.status})" if refused else f"cannot be reached ({exc})"),
-                     f"set ${settings.llm_api_key_env} to the endpoint's key" if refused else
-                     f"start the endpoint, or pass --llm-base-url with its URL. {SIMULATOR_GET}")
-    if served is not None and settings.llm_model not in served:
-        return Check("simulator", False, f"{what} at {url} does not serve {settings.llm_model!r} (served: "
-                     f"{', '.join(served) or 'none'})", f"pass --llm-model {served[0]}" if served else SIMULATOR_GET)
-    keyed = f"key from ${settings.llm_api_key_env}" if key else f"no ${settings.llm_api_key_env} set"
-    detail = f"{what}: {settings.llm_model} at {url} answers ({keyed})"
-    if name == "mirrorapi" or not provider_host(url):  # a name at a host of anyone's: which weights answer is unknown
-        return Check("simulator", True, detail + ": the model is named, not verified (not the provider's API host "
-                     f"{', '.join(sorted(PROVIDER_HOSTS))}: which weights answer cannot be checked here)",
-                     declared=True)
-    return Check("simulator", True, detail)
+    if state == DECLARED:
+        return Check("simulator", True, f"{detail}: named, not verified ({words})", declared=True)
+    return Check("simulator", True, f"{detail}: {words} (a miss it answers is made with this project's simulation "
+                 "prompt, upstream's is not shipped: a run with misses reads \"as declared\")")
 
 
 # ---- the judge -----------------------------------------------------------------------------------------------
@@ -352,6 +359,6 @@ def check_judge(settings: DoctorSettings) -> Check:
     hosts = [url for url in settings.judge_urls if not provider_host(url)]
     if hosts:
         return Check("judge", True, detail + f": named, not verified ({', '.join(hosts)} is not the provider's API "
-                     f"host {', '.join(sorted(PROVIDER_HOSTS))}: which weights answer to the name cannot be checked "
+                     f"host {', '.join(sorted(comparability.PROVIDER_HOSTS))}: which weights answer to the name cannot be checked "
                      "here)", declared=True)
     return Check("judge", True, detail)

@@ -77,6 +77,13 @@ class RunConfig:
     server: str | list[str] = "embedded"  # /virtual URL(s), or "embedded" (started in-process on a free loopback port)
     simulator: str = "schema"  # embedded server: what answers cache misses
     cache_dir: str | None = None  # embedded server: response cache folder
+    # embedded server: the llm / mirrorapi simulator's endpoint (tba serve's --llm-* flags, one definition:
+    # runners/cli/commands/_common.py); the model and temperature are part of the run's identity (DEFINING)
+    llm_base_url: Annotated[str, Field(min_length=1)] | None = None  # None: SimulatorOptions' default
+    llm_model: Annotated[str, Field(min_length=1)] | None = None  # the id the endpoint lists, whole
+    llm_api_key_env: Annotated[str, Field(min_length=1)] | None = None  # None: OPENAI_API_KEY
+    llm_temperature: Temperature | None = None  # None: the simulator's own
+    mirror_system_prompt: Annotated[str, Field(min_length=1)] | None = None  # mirrorapi: upstream's SFT_SYSTEM file
     server_rate: Rate | None = None  # calls per second to the tool server (None: unpaced)
     server_timeout: Seconds = 120.0  # seconds per tool-server request
     server_attempts: Attempts = 3  # tries per tool call for transport faults (timeouts, resets, 5xx, cut bodies)
@@ -143,6 +150,7 @@ class RunConfig:
         problems = settings_problems({f.name: getattr(self, f.name) for f in fields(self)}, in_file=False)
         if problems:
             raise problems_error(problems, path=None)
+        self.check_simulator()  # the whole run's settings only: a config file or a sweep's base may hold part
 
     def check_semantics(self) -> None:
         """What the types cannot say; raises InputError."""
@@ -161,6 +169,43 @@ class RunConfig:
             if flag not in known_flags or not isinstance(value, bool):
                 raise InputError(f"bad compat flag {flag}: {value!r}", field="compat_flags",
                                  fix=f"map flag names ({', '.join(known_flags)}) to true or false")
+
+    SIMULATOR_SETTINGS = ("llm_base_url", "llm_model", "llm_api_key_env", "llm_temperature", "mirror_system_prompt")
+
+    def check_simulator(self) -> None:
+        """The --llm-* settings configure the embedded server's llm / mirrorapi simulator: refused where nothing
+        would read them (another simulator, an external tool server), and required where it asks a model. Checked
+        on a whole run's settings (validate): a config file under flags, a sweep's base under its axes, may each
+        hold one part."""
+        from toolbench_adapter.server.simulators import MODEL_SIMULATORS
+
+        given = [name for name in self.SIMULATOR_SETTINGS if getattr(self, name) is not None]
+        flags = ", ".join(flag_for(name) for name in given)
+        if given and self.server != "embedded":
+            servers = self.server if isinstance(self.server, str) else ", ".join(self.server)
+            raise InputError(f"{flags} configure the embedded server's simulator, but the tool server at {servers} "
+                             "answers misses with its own simulator", field=flag_label(given[0]),
+                             fix="leave them out (that server's are tba serve's flags of the same names), or leave "
+                             "--server out to run the embedded server")
+        if given and self.simulator not in MODEL_SIMULATORS:
+            raise InputError(f"{flags} configure the llm or mirrorapi simulator, but --simulator {self.simulator} "
+                             "asks no model", field=flag_label(given[0]),
+                             fix="pass --simulator llm (or mirrorapi), or leave the --llm-* flags out")
+        if self.simulator in MODEL_SIMULATORS and self.llm_model is None and self.server == "embedded":
+            raise InputError(f"the {self.simulator} simulator asks a model: --llm-model is not given",
+                             field=flag_label("llm_model"), fix="pass --llm-model NAME (the leaderboard's simulator: --llm-model "
+                             "gpt-4-turbo --llm-base-url https://api.openai.com/v1)")
+        if self.mirror_system_prompt is not None and self.simulator != "mirrorapi":
+            raise InputError("--mirror-system-prompt is MirrorAPI's system prompt, but --simulator "
+                             f"{self.simulator} does not read it", field=flag_label("mirror_system_prompt"),
+                             fix="pass --simulator mirrorapi, or leave --mirror-system-prompt out")
+
+    def simulator_options(self):
+        """The embedded server's SimulatorOptions from the --llm-* settings (the key read from its variable)."""
+        from toolbench_adapter.server.simulators import SimulatorOptions
+
+        return SimulatorOptions.from_settings(self.llm_base_url, self.llm_model, self.llm_api_key_env,
+                                              self.llm_temperature, self.mirror_system_prompt)
 
     def check_agent(self) -> None:
         """An outside agent replaces the model, the dialect and the search: one chain of its own calls."""
@@ -190,10 +235,12 @@ class RunConfig:
 
     # what must match for two runs (or shards) to be the same run
     DEFINING = ("method", "max_step", "max_query_count", "backend", "model", "dialect", "dialect_options",
-                "parser", "flavour", "compat", "compat_flags", "simulator", "max_observation_length", "max_tokens",
-                "temperature", "seed", "constrain", "on_invalid", "agent", "trial")
+                "parser", "flavour", "compat", "compat_flags", "simulator", "llm_model", "llm_temperature",
+                "max_observation_length", "max_tokens", "temperature", "seed", "constrain", "on_invalid", "agent",
+                "trial")
     # what a manifest written before a defining setting existed ran with
-    DEFINING_BEFORE = {"compat_flags": {}, "constrain": "off", "on_invalid": "observe", "agent": None, "trial": None}
+    DEFINING_BEFORE = {"compat_flags": {}, "constrain": "off", "on_invalid": "observe", "agent": None, "trial": None,
+                       "llm_model": None, "llm_temperature": None}
 
     def defining(self) -> dict:
         return {key: getattr(self, key) for key in self.DEFINING}
@@ -213,6 +260,8 @@ EXAMPLES: dict[str, Any] = {
     "cache_dir": "results/cache/tools", "server_rate": 8, "shard": "1/4", "ray_address": "auto",
     "temperature": 0, "stop_after_infra_failures": 10, "on_invalid": "reask:2",
     "agent": "python examples/agents/mcp_chat_agent.py", "agent_timeout": 600, "trials": 5,
+    "llm_base_url": "https://api.openai.com/v1", "llm_model": "gpt-4-turbo", "llm_api_key_env": "OPENAI_API_KEY",
+    "llm_temperature": 0, "mirror_system_prompt": "sft_system.txt",
 }
 # (the method's forms come from the search-method registry when a message needs them: known_forms)
 EXPECTED = {"compat_flags": "a mapping of compat flag names to true or false", "shard": "i/n with 1 <= i <= n",

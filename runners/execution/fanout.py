@@ -25,7 +25,7 @@ from toolbench_adapter.runs.folder import FANOUT, MANIFEST
 
 from ..config import RunConfig
 from ..models.memo import MemoBackend
-from .preflight import make_backend
+from .preflight import make_backend, simulator_endpoint
 from .runlock import RunFolderLock
 from .runner import Runner
 
@@ -135,12 +135,17 @@ def _run_fanout(cfg: RunConfig, parsers: list[str], backend: Any, progress: bool
         raise InputError(str(exc), fix="check --dialect-option / --backend-option names and values") from None
     for probe in probes:  # a variant folder of other settings or queries: exit 2 before any variant asks the model
         probe.check_run(note=False)
+    # the embedded server's llm / mirrorapi endpoint, checked once before it starts; each variant reaches the server
+    # by its URL and records the endpoint checked
+    endpoint = simulator_endpoint(configs[parsers[0]])
+    probes[0].simulator_endpoint = endpoint
     manifests: dict[str, dict] = {}
     try:
         with probes[0].tool_server() as url:  # one tool server for every variant, started once
             for parser in parsers:
                 runner = Runner(configs[parser], backend=counters[parser], server_url=url, progress=progress,
                                 command=command)
+                runner.simulator_endpoint = endpoint
                 manifests[parser] = runner.run()
     except BaseException:
         # interrupted (Ctrl-C) or failed midway: the calls this session made were spent all the same, so the

@@ -51,6 +51,12 @@ def run_code_version(run: Any) -> str:
     return version
 
 
+def endpoint_facts(run: Any) -> dict | None:
+    """What the run's embedded simulator endpoint was checked to be this session (preflight.simulator_endpoint)."""
+    endpoint = getattr(run, "simulator_endpoint", None)
+    return endpoint.facts() if endpoint is not None else None
+
+
 def build_manifest(run: Any, previous: dict | None, started: float | None = None, finished: float | None = None,
                    outcomes: list | None = None, skipped: int = 0, seconds: float = 0.0,
                    ended: float | None = None) -> dict:
@@ -93,7 +99,8 @@ def build_manifest(run: Any, previous: dict | None, started: float | None = None
         run.tool_coverage = coverage_of(cfg)
     manifest[SETUP_FIELD] = setup_facts(cfg, previous, getattr(run, "tool_session", None)
                                         if (finished is not None or ended is not None) else None,
-                                        agent=agent_facts(run), coverage=getattr(run, "tool_coverage", None))
+                                        agent=agent_facts(run), coverage=getattr(run, "tool_coverage", None),
+                                        endpoint=endpoint_facts(run))
     return manifest
 
 

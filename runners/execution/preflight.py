@@ -124,3 +124,15 @@ def prepare(cfg: RunConfig, backend: Any, outside: Any = None) -> RunSetup:
                     limits=SearchLimits(max_step=cfg.max_step, max_query_count=cfg.max_query_count, compat=compat,
                                         seed=cfg.seed),
                     outside=outside if outside is not None else make_outside(cfg))
+
+
+def simulator_endpoint(cfg: RunConfig):
+    """The embedded server's llm / mirrorapi endpoint, checked before any query (one GET /models: reachable, the
+    key taken, the model listed whole) or InputError (exit 2) naming the flag: a dead simulator endpoint is found
+    here, not as one failed answer per cache miss. None: the simulator asks no model, or another tool server
+    answers the misses. Its facts are the evidence comparability reads (setup_facts.py)."""
+    from toolbench_adapter.server.simulators.endpoint import check_endpoint
+
+    if cfg.server != "embedded":
+        return None
+    return check_endpoint(cfg.simulator, cfg.simulator_options(), key_env=cfg.llm_api_key_env)

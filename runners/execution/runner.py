@@ -50,7 +50,7 @@ from .executors import executor_class, make_executor
 from .identity import QueryIdentity, check_queries
 from .interrupt import CtrlC, StopNow, queries, speaker
 from .manifest import build_manifest, check_manifest, iso_time
-from .preflight import make_backend, prepare
+from .preflight import make_backend, prepare, simulator_endpoint
 from .progress import ProgressTally
 from .query import QueryOutcome, QueryRunner
 from .resume import pending
@@ -89,6 +89,7 @@ class Runner:
         self.tool_probe = None  # the tool server's counts over a session (setup_facts.py)
         self.tool_session: dict | None = None
         self.tool_coverage = None  # how many of the queries' tools the tool folder documents (setup_facts.py)
+        self.simulator_endpoint = None  # the embedded server's llm / mirrorapi endpoint, checked (preflight.py)
         # tool-server client settings beyond the config's (tests: a short backoff)
         self.client_options = {"timeout_s": cfg.server_timeout, "attempts": cfg.server_attempts,
                                **(client_options or {})}
@@ -134,7 +135,9 @@ class Runner:
 
         server = build_virtual_server(ServerConfig(
             cache_dir=self.cfg.cache_dir, tools_dir=self.cfg.tool_root, stb_root=resolve_root(self.cfg.stb_root),
-            simulator=self.cfg.simulator, save=self.cfg.cache_dir is not None, compat=self.compat))
+            simulator=self.cfg.simulator, simulator_options=self.cfg.simulator_options(),
+            save=self.cfg.cache_dir is not None, compat=self.compat))
+        server.simulator_endpoint = self.simulator_endpoint.facts() if self.simulator_endpoint else None
         self.tool_probe = ToolServerProbe([], embedded=server, simulator=self.cfg.simulator)
         if self.tool_host is not None:  # its own app and VirtualServer (cache, simulator, counts), a shared listener
             from toolbench_adapter.protocol.server import VIRTUAL_PATH
@@ -214,6 +217,8 @@ class Runner:
 
     def _run(self) -> dict:
         self.check_run()  # the settings and the queries, before any endpoint is asked or model loaded
+        if not self.server_url:  # the embedded server's simulator endpoint (one GET /models), before the model's
+            self.simulator_endpoint = simulator_endpoint(self.cfg)
         self.backend.preflight()
         if self.structured is not None:  # a backend that cannot constrain: exit 2 before any query
             self.structured.check_backend(self.backend)

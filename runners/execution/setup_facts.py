@@ -18,7 +18,7 @@ import requests
 from tqdm import tqdm
 
 from toolbench_adapter.errors import InputError
-from toolbench_adapter.evaluation.comparability import RESPONSE_COUNTS, run_notice
+from toolbench_adapter.evaluation.comparability import ENDPOINTS, RESPONSE_COUNTS, add_endpoints, run_notice
 from toolbench_adapter.evaluation.stb_queries import classify_queries, merge_queries
 from toolbench_adapter.net.http_session import EnvCachedSession
 from toolbench_adapter.queryset.queries import resolve_root
@@ -56,6 +56,7 @@ class ToolServerProbe:
         self.embedded = embedded
         self.simulator = simulator
         self.start: dict | None = None
+        self.endpoints: list[dict] = []  # an external server's simulator endpoint, as its /health says it
         self.begun = False
         self.ended: dict | None = None
 
@@ -74,9 +75,13 @@ class ToolServerProbe:
     def begin(self) -> None:
         self.begun = True
         self.start = self._stats()
-        if self.simulator is None and self.urls:
-            names = {(_server_get(url, "/health") or {}).get("simulator") for url in self.urls}
-            self.simulator = names.pop() if len(names) == 1 and None not in names else None
+        if self.urls:
+            health = [_server_get(url, "/health") or {} for url in self.urls]
+            if self.simulator is None:
+                names = {h.get("simulator") for h in health}
+                self.simulator = names.pop() if len(names) == 1 and None not in names else None
+            # tba serve's check of its llm / mirrorapi endpoint (model, host, listed, prompt): its own account
+            self.endpoints = add_endpoints([], [h.get("simulator_endpoint") for h in health])
 
     def end(self) -> dict | None:
         """The session's counts (session()), read once however often asked; None before begin()."""
@@ -93,7 +98,7 @@ class ToolServerProbe:
             made, before = end.get(MADE_BY), start.get(MADE_BY, {}) if start else {}
             counts[MADE_BY] = None if not isinstance(made, dict) or not isinstance(before, dict) else {
                 name: n for name, n in ((k, int(v) - int(before.get(k) or 0)) for k, v in made.items()) if n}
-        return {"simulator": self.simulator, **counts}
+        return {"simulator": self.simulator, ENDPOINTS: self.endpoints, **counts}
 
 
 def add_made_by(parts: list) -> dict | None:
@@ -107,10 +112,12 @@ def add_made_by(parts: list) -> dict | None:
     return dict(sorted((k, v) for k, v in total.items() if v))
 
 
-def tool_responses(cfg, session: dict | None, previous: dict | None) -> dict:
+def tool_responses(cfg, session: dict | None, previous: dict | None, endpoint: dict | None = None) -> dict:
     """The server, what answers misses, the hits and who made the answers over every session (an interrupted one
     included: runner.py reads the server before it records the interruption); None where a session's are
-    unknown. ``session`` None: no session has ended since ``previous`` (a session starting)."""
+    unknown. ``session`` None: no session has ended since ``previous`` (a session starting). ``endpoint``: what
+    the embedded server's llm / mirrorapi endpoint was checked to be this session (preflight.simulator_endpoint);
+    every session's endpoint is kept (a rerun may ask another host), an external server's from its /health."""
     old = previous if isinstance(previous, dict) else {}
     embedded = cfg.server == "embedded"
     facts = {"server": "embedded" if embedded else cfg.server,
@@ -125,6 +132,8 @@ def tool_responses(cfg, session: dict | None, previous: dict | None) -> dict:
         before = {} if not old.get("requests") else None
     now = (session or {}).get(MADE_BY, {}) if session is not None else {}
     facts[MADE_BY] = add_made_by([before, now])
+    found = [endpoint] if embedded else list((session or {}).get(ENDPOINTS) or [])
+    facts[ENDPOINTS] = add_endpoints(old.get(ENDPOINTS) or [], found)
     return facts
 
 
@@ -177,10 +186,11 @@ def say_before_run(manifest: dict, todo: list, who: str = "tba run") -> None:
 
 
 def setup_facts(cfg, previous: dict | None, session: dict | None = None, *, agent: dict | None = None,
-                coverage: ToolCoverage | None = None) -> dict:
+                coverage: ToolCoverage | None = None, endpoint: dict | None = None) -> dict:
     """The run's setup facts over ``previous`` (the manifest's, from earlier sessions); ``session``: the tool
     server's counts of the session that just ended (ToolServerProbe.session); ``agent``: agent_facts of the run;
-    ``coverage``: the tool documents' coverage when the caller has it (else measured here)."""
+    ``coverage``: the tool documents' coverage when the caller has it (else measured here); ``endpoint``: the
+    embedded simulator's endpoint as checked this session."""
     old = previous.get(FIELD) if isinstance(previous, dict) and isinstance(previous.get(FIELD), dict) else {}
     try:
         queries = merge_queries(old.get("queries"), classify_queries(select_queries(cfg), resolve_root(cfg.stb_root)))
@@ -192,7 +202,7 @@ def setup_facts(cfg, previous: dict | None, session: dict | None = None, *, agen
     return {"agent": agent if agent is not None else old.get("agent"),
             "queries": queries,
             "tool_documents": documents,
-            "tool_responses": tool_responses(cfg, session, old.get("tool_responses")),
+            "tool_responses": tool_responses(cfg, session, old.get("tool_responses"), endpoint),
             "method": {"method": cfg.method, **policy_of(cfg.as_dict()),
                        # an outside agent (tba run --agent): the comparability line names it, not the method
                        **({"agent": agent_label(cfg.agent)} if getattr(cfg, "agent", None) else {})}}

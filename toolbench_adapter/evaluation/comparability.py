@@ -24,20 +24,30 @@ tables):
 | agent | the backend and the model it asked | a model backend (hf, openai-*) | a replay: replayed recordings of MODEL; an outside agent (tba run --agent) | the scripted backend; not recorded |
 | queries | each query record's digest against StableToolBench's 765 (toolbench_adapter/data/stb_queries/) | all 765 | never | a subset, other queries |
 | tool documents | a readable document for each tool the queries list, n of N | N of N | never | fewer |
-| tool responses | who made each response (server/provenance.py: the schema simulator's answers by content, the other simulators' marks, the _simulated mirror), summed over sessions and shards; the simulator that answers misses, misses or not | the run's own server: no response made by schema / none / an unmarked simulator, misses answered by a GPT-based simulator (llm) or MirrorAPI | an external tool server (its /stats and /health are its own account) | a synthetic response; the schema or no simulator; counts not reported |
+| tool responses | who made each response (server/provenance.py: the schema simulator's answers by content, the model simulators' marks naming the model and its host, the _simulated mirror), summed over sessions and shards; what answers misses, misses or not: the simulator, its model id whole, the endpoint's host, whether its GET /models listed the model, whose prompt it sends | the run's own server: every response from the cache, misses answered by gpt-4-turbo listed by its provider's own API host | responses made by gpt-4-turbo with this project's simulation prompt (upstream's is not shipped); gpt-4-turbo at another host; MirrorAPI (a name cannot prove its weights); an external tool server (its /stats and /health are its own account) | a synthetic response; the schema or no simulator; another model, or one not recorded or not listed; MirrorAPI with a stand-in prompt; counts not reported |
 | judge | the model id whole (no prefix stripped), the endpoint's model list, its host, the repeats, the evaluator, the self-judge rule | gpt-4-turbo-2024-04-09 (gpt-4o with MirrorAPI) listed by its provider's own API host, 3 evaluations, the default evaluator | the same id listed by another host (a name cannot prove which weights answer) | another id; not listed; other repeats or evaluator; self-judged |
 | method | method, --constrain, --on-invalid | CoT@1 / DFS_woFilter_w2 without them | never | another method or option |
 
-The ``llm`` simulator counts as GPT-based: it asks the chat model it is given, with this project's prompt.
+The simulator is judged as the judge is (``miss_answerer`` and ``judge_maker``): not by its name ``llm``, but by
+the model id it asked, whole (the leaderboard's simulator is gpt-4-turbo: StableToolBench's server/config.yml), the
+host that served it and whether that host's GET /models listed it (server/simulators/endpoint.py checks it before a
+run and the run records it); MirrorAPI (a local vLLM of stabletoolbench/MirrorAPI) is a name that cannot prove its
+weights. This project's ``llm`` simulator sends its own prompt: upstream's exact simulation prompt is not available
+here, so an answer it made is not upstream's even with the right model, and a run with such answers is at best
+"as declared"; a run every response of which came from the cache, its misses left to the leaderboard's model at the
+provider's host, is verified. Only OpenAI's own API host (PROVIDER_HOSTS) shows which weights answer to a name;
+tests stand a loopback fake in for it by replacing PROVIDER_HOSTS in their own process, never by a user's setting.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from toolbench_adapter.protocol.leaderboard import SIMULATOR_MODEL
 from toolbench_adapter.queryset.tool_coverage import coverage_figure, merge_coverage
 
 from .stb_queries import STB_QUERIES, merge_queries, stb_digests
@@ -59,6 +69,39 @@ SIMULATOR_WORDS = {"schema": "the schema simulator (synthetic)",
                    "none": "no simulator (an error answer)",
                    "llm": "the GPT-based simulator", "mirrorapi": "MirrorAPI"}
 LEADERBOARD_SIMULATORS = ("llm", "mirrorapi")
+# whose prompt a simulator that asks a model sends (recorded with its endpoint: server/simulators/endpoint.py)
+PROMPT_OWN = "this project's"  # llm: server/simulators/llm.py's; upstream's exact text is not shipped
+PROMPT_FILE = "a file given as upstream's SFT_SYSTEM"  # mirrorapi --mirror-system-prompt FILE: its text unchecked
+PROMPT_STAND_IN = "a stand-in"  # mirrorapi without --mirror-system-prompt: not what MirrorAPI was trained with
+ENDPOINTS = "simulator_endpoints"  # tool_responses' record of each endpoint that answered (or would answer) misses
+
+
+def add_endpoints(before: Iterable, found: Iterable) -> list[dict]:
+    """The distinct simulator endpoints of every session (or shard), in the order first seen: a rerun that asks
+    the same model at another host adds one; the verdict judges each."""
+    endpoints = [dict(e) for e in before or [] if isinstance(e, dict)]
+    for endpoint in found or []:
+        if isinstance(endpoint, dict) and endpoint not in endpoints:
+            endpoints.append(dict(endpoint))
+    return endpoints
+
+
+def maker_id(simulator: str, model: str | None = None, host: str | None = None) -> str:
+    """Who made a response as the server records it (a cache entry's mark, /stats' made_by): the simulator's name,
+    and for one that asks a model the model id whole and its endpoint's host, e.g. ``llm[gpt-4-turbo@api.openai.com]``
+    (a mark of the name alone: written before the model was recorded, or by a simulator that asks none)."""
+    return f"{simulator}[{model}@{host or '?'}]" if model else simulator
+
+
+_MAKER = re.compile(r"(?P<name>[^\[\]]+)\[(?P<model>.+)@(?P<host>[^@\]]*)\]")
+
+
+def parse_maker(maker: str) -> tuple[str, str | None, str | None]:
+    """(simulator, model, host) of a maker_id; the model and host None for a name alone."""
+    found = _MAKER.fullmatch(str(maker))
+    if found is None:
+        return str(maker), None, None
+    return found["name"], found["model"], None if found["host"] in ("", "?") else found["host"]
 
 
 def merge_setups(setups: list) -> dict | None:
@@ -81,6 +124,7 @@ def merge_setups(setups: list) -> dict | None:
     made = [r.get(MADE_BY) for r in responses]
     counts[MADE_BY] = None if any(not isinstance(m, dict) for m in made) else {
         name: sum(int(m.get(name) or 0) for m in made) for name in sorted({n for m in made for n in m})}
+    counts[ENDPOINTS] = add_endpoints([], [e for r in responses for e in r.get(ENDPOINTS) or []])
     merged["tool_responses"] = {**responses[0], **counts}
     return merged
 
@@ -178,9 +222,82 @@ def _maker(name: str) -> str:
     return {"schema": "the schema simulator", "none": "no simulator (an error answer)"}.get(name, name)
 
 
+def provider_host(host_or_url: str | None) -> bool:
+    """Whether a host (or a URL's host) is a provider's own API host, PROVIDER_HOSTS, read at each call: tests
+    stand a loopback fake in for the provider by replacing PROVIDER_HOSTS in their own process (monkeypatch); no
+    flag, setting, file or environment variable changes it."""
+    text = str(host_or_url or "")
+    host = urlsplit(text).hostname if "://" in text else text
+    return bool(host) and host in PROVIDER_HOSTS
+
+
+def _providers() -> str:
+    return ", ".join(sorted(PROVIDER_HOSTS))
+
+
+def judge_maker(maker: str) -> tuple[str, str]:
+    """Who made a simulated response (a maker_id: its mark, /stats' made_by), judged as the judge is: (state, the
+    words after "N of M made by"). Every simulated response is at best declared: this project's llm simulator
+    sends its own prompt (upstream's exact simulation prompt is not shipped), a MirrorAPI name cannot prove its
+    weights; another model, one not recorded, or a synthetic answer fails."""
+    name, model, host = parse_maker(maker)
+    if name not in LEADERBOARD_SIMULATORS:
+        return FAILED, _maker(name)
+    if model is None:
+        return FAILED, f"the {name} simulator, its model not recorded (marked before models were)"
+    if name == "llm" and model != SIMULATOR_MODEL:
+        return FAILED, f"{model} (the llm simulator), not the leaderboard's {SIMULATOR_MODEL}"
+    where = host or "a host not recorded"
+    if name == "mirrorapi":
+        return DECLARED, f"MirrorAPI served as {model} at {where} (a name cannot prove which weights answer)"
+    prompt = "with this project's simulation prompt (upstream's prompt is not shipped)"
+    if not provider_host(host):
+        return DECLARED, (f"{model} at {where} {prompt}; {where} is not the provider's API host ({_providers()}), so "
+                          "which weights answered cannot be checked here")
+    return DECLARED, f"{model} {prompt}"
+
+
+def miss_answerer(simulator: str | None, endpoints, server: str = "?") -> tuple[str, str]:
+    """What answers cache misses, judged as the judge is, misses or not: (state, words). Verified only for the
+    leaderboard's simulator model (SIMULATOR_MODEL, whole) listed by its provider's own API host; declared for the
+    same name at another host or for MirrorAPI (a name cannot prove its weights); failed for the schema or no
+    simulator, another model, a model not recorded or not listed, MirrorAPI with a stand-in prompt. ``endpoints``:
+    every session's (tool_responses' simulator_endpoints); the worst decides."""
+    if simulator is None:
+        return FAILED, f"what answers cache misses is unknown (server {server})"
+    if simulator not in LEADERBOARD_SIMULATORS:
+        return FAILED, f"cache misses answered by {SIMULATOR_WORDS.get(simulator, simulator)}"
+    endpoints = [e for e in endpoints or [] if isinstance(e, dict)]
+    if not endpoints:
+        return FAILED, f"cache misses answered by the {simulator} simulator, its model not recorded"
+    found: dict[str, list[str]] = {FAILED: [], DECLARED: [], VERIFIED: []}
+    for endpoint in endpoints:
+        model, host = str(endpoint.get("model") or "?"), str(endpoint.get("host") or "?")
+        if simulator == "llm" and model != SIMULATOR_MODEL:
+            found[FAILED].append(f"cache misses answered by {model} (the llm simulator), not the leaderboard's "
+                                 f"{SIMULATOR_MODEL}")
+        elif endpoint.get("listed") is not True:
+            found[FAILED].append(f"the simulator's model {model} is not in the model list of {host}")
+        elif simulator == "mirrorapi" and endpoint.get("prompt") != PROMPT_FILE:
+            found[FAILED].append(f"cache misses answered by MirrorAPI ({model}) with "
+                                 f"{endpoint.get('prompt') or 'an unrecorded'} system prompt, not upstream's "
+                                 "SFT_SYSTEM (--mirror-system-prompt FILE)")
+        elif simulator == "mirrorapi":
+            found[DECLARED].append(f"cache misses answered by MirrorAPI served as {model} at {host}: a name cannot "
+                                   "prove which weights answer")
+        elif not provider_host(host):
+            found[DECLARED].append(f"cache misses answered by {model} at {host}, not the provider's API host "
+                                   f"({_providers()}): which weights answer cannot be checked here")
+        else:
+            found[VERIFIED].append(f"cache misses answered by {model} at {host}")
+    state = next(state for state in (FAILED, DECLARED, VERIFIED) if found[state])
+    return state, "; ".join(dict.fromkeys(found[state]))
+
+
 def _tool_responses(facts) -> Condition:
-    measured = ("who made each tool response (the cache, or a simulator: its mark, the schema simulator's answer "
-                "by content), over every session, and what answers cache misses")
+    measured = ("who made each tool response (the cache, or a simulator: its mark naming the model and host, the "
+                "schema simulator's answer by content), over every session, and what answers cache misses (the "
+                "simulator, the model id whole, its endpoint's host and model list, whose prompt)")
     if not isinstance(facts, dict):
         return Condition("tool responses", FAILED, measured, "not recorded")
     requests, hits, simulator = facts.get("requests"), facts.get("hits"), facts.get("simulator")
@@ -189,23 +306,24 @@ def _tool_responses(facts) -> Condition:
     if not isinstance(requests, int) or not isinstance(hits, int) or made is None:
         return Condition("tool responses", FAILED, measured, f"not reported by the tool server ({server}): who "
                          "answered each call is unknown")
-    problems = [f"{n} of {requests} made by {_maker(name)}" for name, n in sorted(made.items(), key=lambda x: -x[1])
-                if name not in LEADERBOARD_SIMULATORS]
-    if simulator is None:
-        problems.append(f"what answers cache misses is unknown (server {server})")
-    elif simulator not in LEADERBOARD_SIMULATORS:
-        problems.append(f"cache misses answered by {SIMULATOR_WORDS.get(simulator, simulator)}")
-    if problems:
-        return Condition("tool responses", FAILED, measured, "; ".join(problems))
+    found: dict[str, list[str]] = {FAILED: [], DECLARED: []}
+    for maker, n in sorted(made.items(), key=lambda item: (-item[1], item[0])):
+        state, words = judge_maker(maker)
+        found[state].append(f"{n} of {requests} made by {words}")
+    answerer, words = miss_answerer(simulator, facts.get(ENDPOINTS), server)
+    if answerer != VERIFIED:
+        found[answerer].append(words)
+    if found[FAILED]:
+        return Condition("tool responses", FAILED, measured, "; ".join(found[FAILED]))
     real = requests - sum(made.values())
-    figure = (f"{real} of {requests} from the cache" + "".join(f", {n} made by {SIMULATOR_WORDS.get(k, k)}"
-                                                              for k, n in made.items())
-              if requests else "no tool call reached the server")
-    figure += f"; misses answered by {SIMULATOR_WORDS.get(simulator, simulator)}"
+    head = f"{real} of {requests} from the cache" if requests else "no tool call reached the server"
     if server != "embedded":
-        return Condition("tool responses", DECLARED, measured, f"{figure}, as counted by the tool server {server} "
-                         "(its own /stats and /health: this run cannot check what answered there)")
-    return Condition("tool responses", VERIFIED, measured, figure)
+        return Condition("tool responses", DECLARED, measured, "; ".join([
+            f"{head}, as counted by the tool server {server} (its own /stats and /health: this run cannot check "
+            "what answered there)", *found[DECLARED]]))
+    if found[DECLARED]:
+        return Condition("tool responses", DECLARED, measured, "; ".join([head, *found[DECLARED]]))
+    return Condition("tool responses", VERIFIED, measured, f"{head}; {words}")
 
 
 def _hosts(endpoints) -> list[str]:
@@ -241,7 +359,7 @@ def _judge(judge, simulator: str | None) -> Condition:
         return Condition("judge", FAILED, measured, ", ".join(problems))
     where = ", ".join(dict.fromkeys(hosts))
     figure = f"{model} listed by {where}, {times} evaluations"
-    if any(host not in PROVIDER_HOSTS for host in hosts):
+    if not all(provider_host(host) for host in hosts):
         return Condition("judge", DECLARED, measured, f"{figure}: {where} is not the provider's API host "
                          f"({', '.join(sorted(PROVIDER_HOSTS))}), so which weights answer to the name cannot be "
                          "checked here")

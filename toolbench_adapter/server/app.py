@@ -130,7 +130,8 @@ def create_app(server: VirtualServer, max_body_bytes: int = DEFAULT_MAX_BODY_BYT
 
     @app.get("/health")
     def health() -> JSONResponse:
-        return JSONResponse({"status": "ok", "simulator": server.simulator.name, "cache_files": server.cache.file_count,
+        return JSONResponse({"status": "ok", "simulator": server.simulator.name,
+                             "simulator_endpoint": server.simulator_endpoint, "cache_files": server.cache.file_count,
                              "cache_dir": str(server.cache.root) if server.cache.root else None,
                              "save": server.cache.save, "save_failures": server.cache.save_failures,
                              "last_save_error": server.cache.last_save_error, "catalog_apis": len(server.catalog),

@@ -50,6 +50,9 @@ class VirtualServer:
         self.simulator = simulator
         self.catalog = catalog or ApiCatalog()
         self.stats = ServerStats()
+        # what was checked of the endpoint the simulator asks (simulators/endpoint.py: model, host, listed, prompt),
+        # set by whoever checked it before serving; /health says it, a run against this server records it
+        self.simulator_endpoint: dict | None = None
         # the hit path's memory: names as clients send them -> cache location, and (location, key) -> the
         # reply prepared on its first hit; both bounded, the replies valid for one cache generation
         self._keys: dict[tuple[str, str, str], tuple[ApiKey, str]] = {}  # -> (key, its relative path)
@@ -185,18 +188,19 @@ class VirtualServer:
     def _simulate(self, request: SimulationRequest) -> Outcome:
         name = self.simulator.name
         source = f"simulator:{name}"
+        maker = getattr(self.simulator, "maker", name)  # llm / mirrorapi: the model and its host too (provenance.py)
         try:
             result = self.simulator.simulate(request)
         except Exception:  # a simulator bug must not take the server down or leak a 500
             log.exception("simulator %s failed", name)
-            return Outcome(200, {"error": E.FAKE_RESPONSE_FAILED, "response": ""}, source, made_by=name)
+            return Outcome(200, {"error": E.FAKE_RESPONSE_FAILED, "response": ""}, source, made_by=maker)
         if result.cacheable:
             try:  # a disk that refuses is counted and logged by the cache itself (one line, no traceback)
-                # the mirror's entry keeps its maker's name (provenance.py); the answer is served without it
-                self.cache.store_simulated(request.key, request.cache_key, result.answer, made_by=name)
+                # the mirror's entry keeps its maker (provenance.py); the answer is served without it
+                self.cache.store_simulated(request.key, request.cache_key, result.answer, made_by=maker)
             except ValueError as exc:  # a symlink in the cache folder that points outside it
                 log.warning("simulated answer for %s not saved: %s", request.key.relative_path(), exc)
-        return Outcome(200, served(result.answer), source, made_by=name)
+        return Outcome(200, served(result.answer), source, made_by=maker)
 
 
 _UNPARSABLE = object()

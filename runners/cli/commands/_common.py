@@ -6,7 +6,7 @@ import argparse
 import os
 import shlex
 
-from ..ranges import ATTEMPTS, SECONDS, WAIT_SECONDS
+from ..ranges import ATTEMPTS, SECONDS, WAIT_SECONDS, setting
 
 
 def add_stb_root(parser: argparse.ArgumentParser) -> None:
@@ -33,6 +33,41 @@ def add_compat(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--compat", choices=("stb", "strict"), default="stb",
                         help="stb (default) reproduces StableToolBench quirks that change numbers; strict "
                         "corrects them (see toolbench_adapter/compat.py)")
+
+
+SIMULATOR_HELP = (
+    "what answers a cache miss: schema (the default: offline and deterministic, synthetic answers, so numbers on it "
+    "are not comparable with the leaderboard), llm (any OpenAI-compatible chat model, this project's prompt; the "
+    "leaderboard's simulator is gpt-4-turbo at https://api.openai.com/v1), mirrorapi (a vLLM-served MirrorAPI model) "
+    "or none (an error answer). llm and mirrorapi take the --llm-* flags; their endpoint must answer GET /models "
+    "and list --llm-model before anything starts")
+
+
+def add_simulator_flags(parser: argparse.ArgumentParser, *, temperature: bool = True) -> None:
+    """What answers cache misses and the endpoint of the llm / mirrorapi simulator: one definition for tba serve,
+    tba run (eval, serve-tools: the embedded server; RunConfig's settings of the same names) and tba doctor
+    (``temperature`` False: it sends no simulation request). Every default is None: a run's comes from its config
+    file or RunConfig, serve's and doctor's from SimulatorOptions.from_settings."""
+    from toolbench_adapter.server.simulators.base import DEFAULT_API_KEY_ENV, DEFAULT_BASE_URL
+
+    parser.add_argument("--simulator", default=None, metavar="NAME", help=SIMULATOR_HELP)
+    parser.add_argument("--llm-base-url", default=None, metavar="URL",
+                        help=f"llm / mirrorapi simulator: its OpenAI-compatible API root (default {DEFAULT_BASE_URL}; "
+                        "OpenAI's: https://api.openai.com/v1)")
+    parser.add_argument("--llm-model", default=None, metavar="NAME",
+                        help="llm / mirrorapi simulator: the model id as the endpoint lists it (whole: it is recorded "
+                        "and judged, the leaderboard's is gpt-4-turbo); part of a run's identity")
+    parser.add_argument("--llm-api-key-env", default=None, metavar="VAR",
+                        help=f"llm / mirrorapi simulator: the environment variable holding its API key (default "
+                        f"{DEFAULT_API_KEY_ENV}); the key itself is never written anywhere")
+    if temperature:
+        parser.add_argument("--llm-temperature", type=setting("llm_temperature"), default=None, metavar="T",
+                            help="llm / mirrorapi simulator: sampling temperature (default: llm 0, as upstream's "
+                            "server; mirrorapi 0.1, as upstream's); part of a run's identity")
+    parser.add_argument("--mirror-system-prompt", default=None, metavar="FILE",
+                        help="mirrorapi: a file holding upstream's SFT_SYSTEM prompt (StableToolBench's "
+                        "server/system_prompts.py; not shipped with this project). Without it a stand-in prompt is "
+                        "used, and MirrorAPI's answers do not count as the leaderboard's")
 
 
 def parse_options(pairs: list[str]) -> dict:

@@ -15,11 +15,14 @@ stands behind the name cannot be checked here), or MISSING with what it is and t
   tool documents   --tool-root (default: $TBA_TOOL_ROOT, else <stb-root>/toolenv/tools): a readable document for
                    every tool the query set uses (n of N, the first missing named); fewer is MISSING
   response cache   --cache: StableToolBench's tool_response_cache, its entries by who made them; entries this
-                   project's simulators made (the schema simulator's by content, unmarked simulated ones) are
-                   MISSING ("N of M entries are this project's synthetic answers")
-  simulator        what answers cache misses, as tba serve takes it: a GPT-based llm or a MirrorAPI endpoint (one
-                   GET /models); the default schema simulator answers with synthetic data, so it counts as missing;
-                   a model at a host other than its provider's API is DECLARED
+                   project's simulators made (the schema simulator's by content, unmarked simulated ones, another
+                   model's) are MISSING ("N of M entries are this project's synthetic answers"); gpt-4-turbo's
+                   (this project's prompt) or MirrorAPI's are DECLARED
+  simulator        what answers cache misses, as tba serve and tba run take it (--simulator, --llm-*): its endpoint
+                   checked as a run checks it (one GET /models lists --llm-model whole), judged by the rule the
+                   comparability line uses: OK for the leaderboard's gpt-4-turbo listed by api.openai.com; DECLARED
+                   for that name at another host, or MirrorAPI (a name cannot prove its weights); MISSING for
+                   another model, the synthetic schema simulator, or MirrorAPI without its system prompt
   judge            --judge-url / --judge-model as tba evaluate takes them: reachable, listing the model id whole,
                    answering one test request (the judge preflight), the leaderboard's judge; DECLARED at an
                    endpoint that is not the provider's own API host (api.openai.com)
@@ -34,7 +37,7 @@ DECLARED_EXIT = 4  # every piece there, some only by name: not 0, which says eve
 def register(subparsers) -> None:
     from toolbench_adapter.doctor import DEFAULT_TIMEOUT_S
 
-    from ._common import add_judge_url
+    from ._common import add_judge_url, add_simulator_flags
 
     p = subparsers.add_parser("doctor", help="check each piece a leaderboard-comparable run needs", description=HELP,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -44,15 +47,7 @@ def register(subparsers) -> None:
                    help="tool documents (toolenv/tools); default: $TBA_TOOL_ROOT, else <stb-root>/toolenv/tools")
     p.add_argument("--cache", default=None, metavar="DIR",
                    help="the tool-response cache folder (tba serve --cache, tba run --cache-dir)")
-    p.add_argument("--simulator", default="schema",
-                   help="what answers cache misses, as tba serve --simulator (default schema: synthetic)")
-    p.add_argument("--llm-base-url", default=None,
-                   help="llm/mirrorapi: OpenAI-compatible base URL (default http://127.0.0.1:12345/v1)")
-    p.add_argument("--llm-model", default=None, help="llm/mirrorapi: model name as the endpoint knows it")
-    p.add_argument("--llm-api-key-env", default="OPENAI_API_KEY",
-                   help="llm/mirrorapi: environment variable holding the API key (default OPENAI_API_KEY)")
-    p.add_argument("--mirror-system-prompt", default=None, metavar="FILE",
-                   help="mirrorapi: file holding upstream's SFT_SYSTEM prompt")
+    add_simulator_flags(p, temperature=False)  # as tba serve and tba run take them: one definition
     add_judge_url(p)
     p.add_argument("--judge-model", default=None,
                    help="judge model (default: $TBA_JUDGE_MODEL, else gpt-4o-mini, as tba evaluate)")
@@ -71,12 +66,11 @@ def run(args: argparse.Namespace) -> int:
     if args.timeout <= 0:
         raise InputError(f"--timeout {args.timeout:g} is not positive", field="--timeout", fix="e.g. --timeout 5")
     settings = DoctorSettings(stb_root=args.stb_root, tool_root=args.tool_root, cache=args.cache,
-                              simulator=args.simulator, llm_model=args.llm_model or "",
-                              llm_api_key_env=args.llm_api_key_env, mirror_system_prompt=args.mirror_system_prompt,
+                              simulator=args.simulator or "schema", llm_base_url=args.llm_base_url,
+                              llm_model=args.llm_model or "", llm_api_key_env=args.llm_api_key_env,
+                              mirror_system_prompt=args.mirror_system_prompt,
                               judge_urls=judge_urls(args), judge_model=judge_model_from_args(args),
                               judge_api_key=args.judge_api_key, timeout_s=args.timeout)
-    if args.llm_base_url:
-        settings.llm_base_url = args.llm_base_url
     checks = run_checks(settings)
     print("What a run comparable with the StableToolBench leaderboard needs:")
     for check in checks:

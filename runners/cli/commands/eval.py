@@ -8,7 +8,8 @@ One command from a model to its leaderboard row: tba run (the run's flags), then
 
 Every setting is checked before any model is loaded or any call is made, cheapest first, so a mistake costs
 nothing: the run's settings, the backend's name (an unknown one names the closest), the dialect, parser,
-method and executor, the query data (--stb-root / --tool-root: the queries are read now), the judge (a judge
+method and executor, the query data (--stb-root / --tool-root: the queries are read now), the llm / mirrorapi
+simulator's endpoint (reachable and listing --llm-model: one GET /models), the judge (a judge
 backend that exists; an openai judge needs --judge-url; a judge that is the run's own model is refused
 unless --judge-self: the rule tba evaluate applies, evaluations.same_model; an openai judge reachable and
 serving the model: one GET /models per URL), the run folder and the judge cache being writable. --check-only stops there (exit 0: every check passed): make's compare-parsers-live and
@@ -64,9 +65,10 @@ def run(args) -> int:
 
 
 def check_run_settings(cfg) -> list:
-    """The run's names (backend, dialect, parser, method, executor; an unknown one names the closest) and its data
-    (the queries read now, not after the model has loaded; --tool-root a folder): its queries, or InputError or
-    UnknownNameError (exit 2). tba eval and tba sweep (each cell) check a run with it."""
+    """The run's names (backend, dialect, parser, method, executor; an unknown one names the closest), its data
+    (the queries read now, not after the model has loaded; --tool-root a folder) and its simulator's endpoint
+    (llm / mirrorapi: one GET /models): its queries, or InputError or UnknownNameError (exit 2). tba eval and tba
+    sweep (each cell) check a run with it."""
     from pathlib import Path
 
     from toolbench_adapter.dialects import DIALECTS
@@ -75,6 +77,7 @@ def check_run_settings(cfg) -> list:
 
     from ...config import select_queries
     from ...execution.executors import executor_class
+    from ...execution.preflight import simulator_endpoint
     from ...models import BACKENDS
 
     for registry, name in ((BACKENDS, cfg.backend), (DIALECTS, cfg.dialect), (PARSERS, cfg.parser)):
@@ -89,6 +92,7 @@ def check_run_settings(cfg) -> list:
     if cfg.tool_root and not Path(cfg.tool_root).is_dir():
         raise InputError("no such folder", path=cfg.tool_root, field="--tool-root",
                          fix="pass the tool environment folder (toolenv/tools), or leave --tool-root out")
+    simulator_endpoint(cfg)  # the llm / mirrorapi simulator's endpoint: one GET /models, before any model loads
     return queries
 
 

@@ -17,7 +17,7 @@ from toolbench_adapter.structured.describe import policy_text, turns_text
 from ...config import RunConfig, load_yaml
 from ...search.methods import known_forms
 from ..ranges import setting
-from ._common import parse_options
+from ._common import add_simulator_flags, parse_options
 
 EPILOG = """\
 examples:
@@ -118,8 +118,7 @@ def add_run_arguments(p, *, fanout: bool = True) -> None:
     p.add_argument("--server", action="append", metavar="URL",
                    help="tool server /virtual URL (repeat it for several), or 'embedded' (default: start one "
                    "in-process)")
-    p.add_argument("--simulator", help="embedded server: schema (default: synthetic answers, not comparable with the leaderboard), "
-                   "llm, mirrorapi or none")
+    add_simulator_flags(p)  # the embedded server's simulator: tba serve's flags, one definition
     p.add_argument("--cache-dir", help="embedded server: response cache folder (StableToolBench layout)")
     p.add_argument("--server-rate", type=setting("server_rate"), help="tool calls per second across the run (default: unpaced)")
     p.add_argument("--server-timeout", type=setting("server_timeout"), help="seconds per tool-server request (default 120)")

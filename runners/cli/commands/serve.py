@@ -16,7 +16,8 @@ from toolbench_adapter.server.limits import (
     ConnectionLimits,
 )
 
-from ..ranges import BYTES, CONNECTIONS, PORT, SECONDS, TEMPERATURE
+from ..ranges import BYTES, CONNECTIONS, PORT, SECONDS
+from ._common import add_simulator_flags
 
 HELP = """\
 Serve POST /virtual (StableToolBench's request format) from a response cache in the upstream layout
@@ -46,11 +47,7 @@ def register(subparsers) -> None:
                         help="StableToolBench checkout (solvable_queries/): api docs and template_response for the "
                         "schema simulator, and validation of category/tool/api on a cache miss. Default: "
                         "$TBA_STB_ROOT; without either, requests are not validated")
-    parser.add_argument("--simulator", default="schema",
-                        help="what answers a cache miss: schema (offline, deterministic; default: synthetic answers, so "
-                        "numbers on it are not comparable with the leaderboard), llm (any OpenAI-compatible chat "
-                        "model), mirrorapi (a vLLM-served MirrorAPI model), none (an error answer); tba doctor checks "
-                        "the llm / mirrorapi endpoint")
+    add_simulator_flags(parser)  # tba run's (its embedded server's) and tba doctor's too: one definition
     parser.add_argument("--save", action=argparse.BooleanOptionalAction, default=True,
                         help="write simulated answers to the cache folder (default: on)")
     parser.add_argument("--compat", choices=["stb", "strict"], default="stb",
@@ -64,16 +61,6 @@ def register(subparsers) -> None:
                         help=f"seconds a client has to send a request's head, then its body (default "
                         f"{DEFAULT_READ_TIMEOUT_S:g}); slower connections are closed. Idle keep-alive connections "
                         f"close after {KEEP_ALIVE_S} s")
-    parser.add_argument("--llm-base-url", default=None,
-                        help="llm/mirrorapi: OpenAI-compatible base URL (default http://127.0.0.1:12345/v1)")
-    parser.add_argument("--llm-model", default=None, help="llm/mirrorapi: model name as the endpoint knows it")
-    parser.add_argument("--llm-api-key-env", default="OPENAI_API_KEY",
-                        help="llm/mirrorapi: environment variable holding the API key (default OPENAI_API_KEY)")
-    parser.add_argument("--llm-temperature", type=TEMPERATURE, default=None,
-                        help="llm/mirrorapi temperature (defaults: llm 0, mirrorapi 0.1 as upstream)")
-    parser.add_argument("--mirror-system-prompt", default=None, metavar="FILE",
-                        help="mirrorapi: file holding upstream's SFT_SYSTEM prompt (server/system_prompts.py); not "
-                        "shipped with this project. Without it a stand-in prompt is used")
     parser.add_argument("--log-level", default="warning", help="uvicorn log level (default warning)")
     parser.set_defaults(func=run)
 
@@ -82,25 +69,25 @@ def run(args: argparse.Namespace) -> int:
     from toolbench_adapter.server.app import DEFAULT_MAX_BODY_BYTES, ServerConfig, build_virtual_server, create_app
     from toolbench_adapter.server.runner import bind, serve_forever, url_of
     from toolbench_adapter.server.simulators import SimulatorOptions
+    from toolbench_adapter.server.simulators.endpoint import check_endpoint
 
     try:
         limits = ConnectionLimits(max_connections=args.max_connections, read_timeout_s=args.read_timeout)
     except ValueError as exc:
         raise InputError(str(exc), field="--max-connections / --read-timeout",
                          fix="pass a positive number") from None
-    if args.mirror_system_prompt and not os.path.isfile(args.mirror_system_prompt):
-        raise InputError("system prompt file not found", path=args.mirror_system_prompt,
-                         fix="save upstream's SFT_SYSTEM text to a file and pass its path")
-    defaults = SimulatorOptions()
-    options = SimulatorOptions(base_url=args.llm_base_url or defaults.base_url, model=args.llm_model or "",
-                               api_key=os.environ.get(args.llm_api_key_env, defaults.api_key),
-                               temperature=args.llm_temperature, system_prompt_file=args.mirror_system_prompt)
+    options = SimulatorOptions.from_settings(args.llm_base_url, args.llm_model, args.llm_api_key_env,
+                                             args.llm_temperature, args.mirror_system_prompt)
     config = ServerConfig(cache_dir=args.cache, tools_dir=args.tools,
                           stb_root=args.stb_root or os.environ.get("TBA_STB_ROOT") or None,
-                          simulator=args.simulator, simulator_options=options, save=args.save,
+                          simulator=args.simulator or "schema", simulator_options=options, save=args.save,
                           compat=Compat.from_mode(args.compat),
                           max_body_bytes=args.max_body_bytes or DEFAULT_MAX_BODY_BYTES)
+    # llm / mirrorapi: the endpoint answers and lists the model (one GET /models), or exit 2 before binding;
+    # /health then says what was checked, and a run against this server records it
+    endpoint = check_endpoint(config.simulator, options, key_env=args.llm_api_key_env)
     server = build_virtual_server(config)
+    server.simulator_endpoint = endpoint.facts() if endpoint is not None else None
     try:
         sock = bind(args.host, args.port)
     except OSError as exc:

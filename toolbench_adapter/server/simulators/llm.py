@@ -13,7 +13,7 @@ from typing import Any
 
 from ...protocol.env import FAKE_RESPONSE_FAILED
 from .base import SimulationRequest, SimulationResult, SimulatorOptions
-from .chat import EndpointFailed, SimulatorChat, strip_fences
+from .chat import EndpointFailed, SimulatorChat, maker_of, strip_fences
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +76,7 @@ class LlmSimulator:
         if not self.options.model:
             raise ValueError("the llm simulator needs a model name (--llm-model)")
         self.chat = SimulatorChat(self.options)
+        self.maker = maker_of(self.name, self.options)  # what its answers' marks and /stats name
 
     def simulate(self, request: SimulationRequest) -> SimulationResult:
         messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user_message(request)}]

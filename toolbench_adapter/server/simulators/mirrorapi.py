@@ -19,7 +19,7 @@ from ...protocol import server as S
 from ...protocol.env import FAKE_RESPONSE_FAILED
 from ...protocol.server import TOOLBENCH_KEY_HEADER
 from .base import SimulationRequest, SimulationResult, SimulatorOptions
-from .chat import EndpointFailed, SimulatorChat, strip_fences
+from .chat import EndpointFailed, SimulatorChat, maker_of, strip_fences
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +81,7 @@ class MirrorApiSimulator:
             raise ValueError("the mirrorapi simulator needs the served model name (--llm-model)")
         self.system_prompt = load_system_prompt(self.options.system_prompt_file)
         self.chat = SimulatorChat(self.options)
+        self.maker = maker_of(self.name, self.options)  # what its answers' marks and /stats name
 
     def simulate(self, request: SimulationRequest) -> SimulationResult:
         messages = [{"role": "system", "content": self.system_prompt},
