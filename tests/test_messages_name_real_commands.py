@@ -32,6 +32,10 @@ OTHER_PROGRAMS = {
     "--backends": "e2e", "--compiled": "e2e", "--constrained-method": "e2e", "--engine": "e2e",
     "--engine-command": "e2e", "--judge-evaluator": "e2e", "--methods": "e2e", "--model-folder": "e2e",
     "--profile": "e2e", "--vllm-arg": "e2e", "--vllm-python": "e2e",
+    # make's plumbing (runners/cli/make_front.py's own parser) and what its recipes run besides tba
+    "--makefile": "runners/cli/make_front.py", "--corpus": "benchmarks/bench_parsers.py",
+    "--adversarial": "benchmarks/bench_parsers.py", "--strict": "mkdocs build",
+    "--flag": "a placeholder in make_recipes' messages (--flag=VALUE)",
     "--judge-": "the --judge-* flags, as a family", "--llm-": "the simulator's --llm-* flags, as a family", "--prot": "a typo in an example of did-you-mean",
 }
 # "tba X" where X is not a command word: the error prefix of every command ("tba {command}: error")

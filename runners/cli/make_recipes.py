@@ -3,7 +3,7 @@
 The Makefile exports every variable into its recipes' environment; a recipe is one line, `make_front.py run
 TARGET`, and this module turns the values into the argv of the command (tba, a benchmark) that is then executed
 directly, never through a shell. So no value is parsed by a shell: `RUN='$(touch F)'`, backticks, `;`, `|` or a
-quote reach tba as the characters they are. A value that cannot be used as its variable says (exit 2, naming the
+quote reach the command as the characters they are. A value that cannot be used as its variable says (exit 2, naming the
 variable and the fix): a run's name that is not one folder name (`RUN='a b'`), a list word that would read as a
 flag, *_ARGS that do not split as shell words. Flags take their values as ``--flag=VALUE`` (a value starting with
 "-" is not read as another flag), a path given as an argument is written ``./-x`` when it starts with "-".
