@@ -86,7 +86,7 @@ def test_tool_file_that_does_not_parse(capsys, broken_root, tmp_path):
     bad.write_text("{not json")
     code, out, err = run_cli(capsys, "prompt", "--stb-root", str(broken_root), "--group", "G1_instruction",
                              "--query-id", "588", "--tool-root", str(tmp_path / "tools"))
-    assert code == 2 and str(bad) in err and "tool file is not valid JSON" in err and out == ""
+    assert code == 2 and str(bad) in err and "tool document is not valid JSON" in err and out == ""
 
 
 def test_data_fetch_from_loopback(capsys, tmp_path, stb_root):

@@ -260,7 +260,8 @@ def test_index_page_lists_every_run_with_its_headline_and_links(runs, tmp_path, 
     assert main(["report", "--index", str(empty)]) == 2
     assert "no run folder" in capsys.readouterr().err and not (empty / "index.html").exists()
     assert main(["report", str(root / "json-run"), "--index", str(root), "--out", str(tmp_path / "x.html")]) == 2
-    assert main(["report", str(root / "json-run")]) == 2  # a single run page needs --out
+    # a single run page without --out is written into the run folder (issue 41: it said "nothing to report")
+    assert main(["report", str(root / "json-run")]) == 0 and (root / "json-run" / "report.html").is_file()
 
 
 def test_index_refuses_a_folder_whose_runs_are_all_unreadable(tmp_path, capsys):

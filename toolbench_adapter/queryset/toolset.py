@@ -204,7 +204,7 @@ class ToolEnvironment:
         path = self.root / category / f"{tool}.json"
         data, problem = read_tool_document(path)
         if problem is not None:
-            raise InputError(f"tool file unreadable: {problem.removeprefix(f'{path}: ')}", path=path,
+            raise InputError(problem.removeprefix(f"{path}: "), path=path,
                              fix="restore the tool file from the tool environment release, or remove it")
         return data
 
