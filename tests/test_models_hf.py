@@ -125,3 +125,25 @@ def test_conversion_writes_a_complete_folder_atomically(tmp_path, monkeypatch, b
     with pytest.raises(OSError, match="disk full"):
         local_model.convert_default_model(tmp_path / "models" / "second")
     assert [p.name for p in target.parent.iterdir()] == ["converted"]  # nothing half-written
+
+
+@pytest.mark.parametrize("value, said", [("abc", "is not a whole number"), ("0", "must be at least 1"),
+                                         ("99999", "must be at most 1024"), ("2.5", "is not a whole number")])
+def test_a_bad_thread_count_in_the_environment_is_an_input_error_naming_it(monkeypatch, value, said):
+    from runners.models.hf import default_threads
+
+    monkeypatch.setenv("TBA_HF_THREADS", value)
+    with pytest.raises(InputError) as caught:
+        default_threads()
+    assert caught.value.field == "TBA_HF_THREADS" and said in str(caught.value) and "unset it" in str(caught.value)
+
+
+def test_the_thread_count_comes_from_the_environment_or_half_the_cores(monkeypatch):
+    import os
+
+    from runners.models.hf import default_threads
+
+    monkeypatch.setenv("TBA_HF_THREADS", " 3 ")
+    assert default_threads() == 3
+    monkeypatch.delenv("TBA_HF_THREADS")
+    assert default_threads() == max(1, (os.cpu_count() or 2) // 2)

@@ -12,11 +12,13 @@ import os
 import threading
 import time
 
+from toolbench_adapter.errors import InputError
+from toolbench_adapter.net.limits import number_problem
 from toolbench_adapter.protocol.react import HF_PROMPT_TOKEN_LIMIT
 
 from ..failures import CONTEXT_LENGTH, MODEL_ENDPOINT
 from . import constrain, local_model
-from .base import Completion, ModelRequest, backend_option, reject_unknown_options
+from .base import OPTION_RANGES, Completion, ModelRequest, backend_option, reject_unknown_options
 
 
 def cut_at_stop(text: str, stops: list[str]) -> tuple[str, bool]:
@@ -44,8 +46,21 @@ def _stop_criteria(tokenizer, prompt_length: int, stops: list[str]):
 def default_threads() -> int:
     """$TBA_HF_THREADS, else half the cores: torch's own default (all cores) slows down by an order of
     magnitude when the virtual server, judge or other jobs share the machine (measured: 30 s vs 2.7 s for
-    16 tokens on 2 busy cores)."""
-    return int(os.environ.get("TBA_HF_THREADS") or max(1, (os.cpu_count() or 2) // 2))
+    16 tokens on 2 busy cores). The variable is held to the ``threads`` option's range: an InputError (exit 2)
+    naming it otherwise."""
+    text = os.environ.get("TBA_HF_THREADS", "").strip()
+    if not text:
+        return max(1, (os.cpu_count() or 2) // 2)
+    try:
+        value = int(text)
+    except ValueError:
+        value = text  # number_problem names it as "not a whole number"
+    problem = number_problem("TBA_HF_THREADS", value, whole=True, **OPTION_RANGES["threads"])
+    if problem is not None:
+        raise InputError(f"environment variable {problem}", field="TBA_HF_THREADS",
+                         fix="set TBA_HF_THREADS to a whole number of torch threads (e.g. 2), or unset it "
+                             "for half the cores")
+    return value
 
 
 def chat_safe(messages: list[dict]) -> list[dict]:
