@@ -314,3 +314,42 @@ def test_case_1_at_the_issues_scale_names_each_figure():
                              "tool responses: 765 of 765 made by the schema simulator; cache misses answered by the "
                              "schema simulator (synthetic)"]
     assert found.declared[0].startswith("judge: gpt-4-turbo-2024-04-09 listed by 127.0.0.1")
+
+
+def test_case_4_a_resumed_run_keeps_the_tool_documents_missing_when_its_earlier_answers_were_written(tmp_path):
+    """Coverage is the worst over the sessions: documents added before a resume do not cover the answers the first
+    session wrote without them."""
+    from runners.execution.setup_facts import coverage_of
+
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    seen: list = []
+
+    def interrupting(request):
+        query_id = request.key.get("query_id")
+        if query_id not in seen:
+            seen.append(query_id)
+            if len(seen) == 2:
+                os.kill(os.getpid(), signal.SIGINT)
+        return react_script(request)
+
+    cfg = RunConfig(name="later-documents", out_root=str(tmp_path), backend="scripted", dialect="toolllama",
+                    concurrency=1, tool_root=str(tools))
+    with pytest.raises(KeyboardInterrupt):
+        Runner(cfg, backend=ScriptedBackend(script=interrupting), progress=False).run()
+    first = facts_of(tmp_path / "later-documents")["tool_documents"]
+    assert first["tools"] > 0 and first["covered"] == 0, first
+    for name in coverage_of(cfg).used:  # every document the queries need, written before the resume
+        category, _, tool = name.partition("/")
+        (tools / category).mkdir(exist_ok=True)
+        (tools / category / f"{tool}.json").write_text(json.dumps({"tool_name": tool, "tool_description": "x",
+                                                                   "api_list": []}))
+    assert coverage_of(cfg).complete
+    Runner(cfg, backend=ScriptedBackend(script=react_script), progress=False).run()
+    resumed = facts_of(tmp_path / "later-documents")["tool_documents"]
+    assert resumed["tools"] == first["tools"] and resumed["covered"] == 0, resumed
+    assert resumed["missing"] == first["missing"] and resumed["missing_earlier"] == first["tools"]
+    from toolbench_adapter.evaluation.comparability import _tool_documents
+
+    said = _tool_documents(resumed).figure
+    assert said.startswith(f"0 of {first['tools']} tools (") and "documented only after an earlier session" in said

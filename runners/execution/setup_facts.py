@@ -22,7 +22,7 @@ from toolbench_adapter.evaluation.comparability import ENDPOINTS, RESPONSE_COUNT
 from toolbench_adapter.evaluation.stb_queries import classify_queries, merge_queries
 from toolbench_adapter.net.http_session import EnvCachedSession
 from toolbench_adapter.queryset.queries import resolve_root
-from toolbench_adapter.queryset.tool_coverage import ToolCoverage, tool_coverage
+from toolbench_adapter.queryset.tool_coverage import ToolCoverage, merge_coverage, tool_coverage
 from toolbench_adapter.structured.describe import policy_of
 
 from ..config import select_queries
@@ -197,8 +197,17 @@ def setup_facts(cfg, previous: dict | None, session: dict | None = None, *, agen
     except (InputError, OSError, ValueError, KeyError):
         queries = old.get("queries")  # the query files cannot be read here: what earlier sessions recorded
     coverage = coverage if coverage is not None else coverage_of(cfg)
-    documents = coverage.as_facts() if coverage is not None else old.get("tool_documents") or {
-        "tool_root": tool_root_of(cfg), "found": False, "tools": None, "covered": None}
+    earlier = old.get("tool_documents")
+    if coverage is None:
+        documents = earlier or {"tool_root": tool_root_of(cfg), "found": False, "tools": None, "covered": None}
+    elif isinstance(earlier, dict) and isinstance(earlier.get("used"), list):
+        # the worst over the sessions: a tool missing when earlier answers were written stays missing for them
+        documents = merge_coverage([earlier, coverage.as_facts()])
+        late = set(documents["missing"]) - set(coverage.missing)
+        if late:  # the verdict says why documents now in the folder are still counted missing
+            documents["missing_earlier"] = len(late)
+    else:
+        documents = coverage.as_facts()
     return {"agent": agent if agent is not None else old.get("agent"),
             "queries": queries,
             "tool_documents": documents,

@@ -199,6 +199,10 @@ def _tool_documents(facts) -> Condition:
         return Condition("tool documents", FAILED, measured, "coverage not recorded (a run written before it was)")
     note = ("no --tool-root given" if not facts.get("tool_root") else
             "" if facts.get("found") else f"no folder {facts['tool_root']}")
+    late = facts.get("missing_earlier")
+    if isinstance(late, int) and late > 0 and not note:
+        note = (f"{late} of them documented only after an earlier session of the run had answered without them: "
+                "run the queries again under a new name")
     figure = coverage_figure(facts, note)
     complete = facts["tools"] > 0 and facts.get("covered") == facts["tools"]
     return Condition("tool documents", VERIFIED if complete else FAILED, measured, figure)
