@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+import runners.models.local_model as local_model
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SHARED_ROOT = Path(os.environ.get("TBA_SHARED_ROOT", PROJECT_ROOT.parent / "shared"))
 STB_ROOT = Path(os.environ.get("TBA_STB_ROOT") or SHARED_ROOT / "stabletoolbench")
@@ -25,6 +27,19 @@ def _need(path: Path, what: str) -> Path:
 def _judge_cards_apart(tmp_path_factory, monkeypatch):
     """No test reads or writes the checkout's results/judge_cards: each test's judge cards are its own."""
     monkeypatch.setenv("TBA_JUDGE_CARDS", str(tmp_path_factory.mktemp("judge_cards")))
+
+
+@pytest.fixture
+def no_model_load(monkeypatch):
+    """Fails the test if anything loads the local model (the run's backend or the hf judge)."""
+    loads = []
+
+    def refuse(*args, **kwargs):
+        loads.append(args)
+        raise AssertionError("the local model was loaded")
+
+    monkeypatch.setattr(local_model, "load", refuse)
+    return loads
 
 
 @pytest.fixture(scope="session")

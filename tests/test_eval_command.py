@@ -8,27 +8,12 @@ STB=<bad path>` loaded the model for 12-16 s before saying the path was wrong.""
 
 from __future__ import annotations
 
-import pytest
-
-import runners.models.local_model as local_model
 from runners.cli import main
 from tests.openai_standin import OpenAIStandin
 from tests.test_judge_failures import FAST_RETRIES, solved
 
 SMOLLM2 = "runners/configs/smollm2.yaml"
 
-
-@pytest.fixture
-def no_model_load(monkeypatch):
-    """Fails the test if anything loads the local model (the run's backend or the hf judge)."""
-    loads = []
-
-    def refuse(*args, **kwargs):
-        loads.append(args)
-        raise AssertionError("the local model was loaded")
-
-    monkeypatch.setattr(local_model, "load", refuse)
-    return loads
 
 
 def test_an_unknown_backend_is_said_before_a_missing_judge(capsys, monkeypatch):

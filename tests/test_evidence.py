@@ -15,10 +15,8 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
-import signal
 from pathlib import Path
 
 import pytest
@@ -29,6 +27,9 @@ from runners.execution.runner import Runner
 from runners.models.react_script import react_script
 from runners.models.scripted import ScriptedBackend
 from tests.openai_standin import OpenAIStandin
+from tests.test_doctor import ENV as DOCTOR_ENV
+from tests.test_doctor import doctor
+from tests.test_interrupt import interrupting_at
 from tests.test_judge_audit_known import judge_replying
 from toolbench_adapter.evaluation.comparability import COMPARABLE, NOT_COMPARABLE
 from toolbench_adapter.evaluation.labels import Label
@@ -118,20 +119,9 @@ def test_case_2_a_judge_id_with_a_prefix_is_not_the_leaderboards_judge(synthetic
 
 # ---------------------------------------------------------------- case 3: tba doctor
 
-def doctor(capsys, *argv) -> tuple[int, dict[str, str], str]:
-    code = main(["doctor", *argv])
-    out, err = capsys.readouterr()
-    lines = {}
-    for line in out.splitlines():
-        status, _, rest = line.strip().partition(" ")
-        if status in ("OK", "MISSING", "DECLARED"):
-            lines[rest.strip().split("  ")[0]] = f"{status} {rest.strip()}"
-    return code, lines, out + err
-
-
 @pytest.fixture
 def bare_environment(monkeypatch):
-    for name in ("TBA_STB_ROOT", "TBA_TOOL_ROOT", "TBA_JUDGE_URL", "TBA_JUDGE_MODEL", "OPENAI_API_KEY"):
+    for name in DOCTOR_ENV:
         monkeypatch.delenv(name, raising=False)
 
 
@@ -185,15 +175,7 @@ def test_case_3_doctor_counts_coverage_and_synthetic_entries_and_declares_a_loca
 # ---------------------------------------------------------------- case 4: a resumed run
 
 def test_case_4_a_run_resumed_after_ctrl_c_records_every_sessions_tool_requests(tmp_path):
-    seen: list = []
-
-    def interrupting(request):
-        query_id = request.key.get("query_id")
-        if query_id not in seen:
-            seen.append(query_id)
-            if len(seen) == 3:  # two queries have ended: Ctrl-C while the third is in flight (it finishes)
-                os.kill(os.getpid(), signal.SIGINT)
-        return react_script(request)
+    interrupting, _ = interrupting_at(3)  # two queries have ended: Ctrl-C while the third is in flight (it finishes)
 
     def config(name: str) -> RunConfig:
         return RunConfig(name=name, out_root=str(tmp_path), backend="scripted", dialect="toolllama",
@@ -323,15 +305,7 @@ def test_case_4_a_resumed_run_keeps_the_tool_documents_missing_when_its_earlier_
 
     tools = tmp_path / "tools"
     tools.mkdir()
-    seen: list = []
-
-    def interrupting(request):
-        query_id = request.key.get("query_id")
-        if query_id not in seen:
-            seen.append(query_id)
-            if len(seen) == 2:
-                os.kill(os.getpid(), signal.SIGINT)
-        return react_script(request)
+    interrupting, _ = interrupting_at(2)
 
     cfg = RunConfig(name="later-documents", out_root=str(tmp_path), backend="scripted", dialect="toolllama",
                     concurrency=1, tool_root=str(tools))

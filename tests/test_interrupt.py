@@ -17,14 +17,25 @@ from runners.models.scripted import ScriptedBackend
 TOOLS = "data/sample/toolenv/tools"
 
 
-def test_ctrl_c_starts_no_queued_query(tmp_path):
-    calls = []
+def interrupting_at(query_number: int) -> tuple:
+    """A scripted model that sends this process SIGINT (as Ctrl-C does: it lands in the main thread, waiting for
+    results) when the ``query_number``-th query asks for its first turn; that turn is still answered. Returns the
+    script and the ids of the queries that asked, in order."""
+    seen: list = []
 
-    def interrupting(request):
-        calls.append(request.key.get("query_id"))
-        if len(calls) == 1:  # SIGINT lands in the main thread, waiting for results, as a real Ctrl-C does
-            os.kill(os.getpid(), signal.SIGINT)
+    def script(request):
+        query_id = request.key.get("query_id")
+        if query_id not in seen:
+            seen.append(query_id)
+            if len(seen) == query_number:
+                os.kill(os.getpid(), signal.SIGINT)
         return react_script(request)
+
+    return script, seen
+
+
+def test_ctrl_c_starts_no_queued_query(tmp_path):
+    interrupting, calls = interrupting_at(1)
 
     cfg = RunConfig(name="r", out_root=str(tmp_path), backend="scripted", dialect="toolllama", tool_root=TOOLS,
                     concurrency=1)
@@ -76,13 +87,7 @@ def test_the_first_ctrl_c_says_what_it_waits_for_and_a_second_stops_now(tmp_path
 
 
 def test_a_first_ctrl_c_records_the_session_as_interrupted_with_its_counts(tmp_path):
-    calls = []
-
-    def interrupting(request):
-        calls.append(request.key.get("query_id"))
-        if len(calls) == 1:
-            os.kill(os.getpid(), signal.SIGINT)
-        return react_script(request)
+    interrupting, _ = interrupting_at(1)
 
     cfg = RunConfig(name="r", out_root=str(tmp_path), backend="scripted", dialect="toolllama", tool_root=TOOLS,
                     concurrency=1)
@@ -99,13 +104,7 @@ def test_under_tba_eval_the_notice_names_tba_eval_and_counts_in_words(tmp_path, 
     """Issue 41: under `tba eval`, Ctrl-C said "tba run:" (a command the user never typed) and "1 queries"."""
     from runners.execution.interrupt import notice, queries
 
-    calls = []
-
-    def interrupting(request):
-        calls.append(request.key.get("query_id"))
-        if len(calls) == 1:
-            os.kill(os.getpid(), signal.SIGINT)
-        return react_script(request)
+    interrupting, _ = interrupting_at(1)
 
     cfg = RunConfig(name="r", out_root=str(tmp_path), backend="scripted", dialect="toolllama", tool_root=TOOLS,
                     concurrency=1)

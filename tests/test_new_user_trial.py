@@ -23,18 +23,6 @@ SMOLLM2 = "runners/configs/smollm2.yaml"
 needs_make = pytest.mark.skipif(not shutil.which("make"), reason="make is not installed")
 
 
-@pytest.fixture
-def no_model_load(monkeypatch):
-    """Fails the test if anything loads the local model (the run's backend or the hf judge)."""
-    loads = []
-
-    def refuse(*args, **kwargs):
-        loads.append(args)
-        raise AssertionError("the local model was loaded")
-
-    monkeypatch.setattr(local_model, "load", refuse)
-    return loads
-
 
 def make_dry(*arguments: str) -> subprocess.CompletedProcess:
     """`make -n` in the project: the commands make would run (nothing runs, the install neither)."""

@@ -10,13 +10,13 @@ from __future__ import annotations
 import json
 import re
 import time
-from pathlib import Path
 
 import pytest
 
 from runners.cli import main
 from tests.openai_standin import OpenAIStandin
 from tests.test_judge_failures import solved
+from tests.test_sweep import sweep, write
 
 
 @pytest.fixture(scope="module")
@@ -32,16 +32,6 @@ def spec_text(judge=None, *, name: str = "rel", parsers: str = "[react-find, rea
     axes = f"  parser: {parsers}\n" + (f"  seed: {seeds}\n" if seeds else "")
     return (f"name: {name}\nbase: {{backend: scripted, groups: [G1_instruction], limit: 1{base_extra}}}\n"
             f"axes:\n{axes}judges: {judges}\n")
-
-
-def write(tmp_path: Path, text: str, name: str = "spec.yaml") -> Path:
-    path = tmp_path / name
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
-def sweep(spec: Path, out: Path, *flags: str) -> int:
-    return main(["sweep", str(spec), "--out", str(out), "--quiet", *flags])
 
 
 # ---- names past the file-name limit ------------------------------------------------------------------------------

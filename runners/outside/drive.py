@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from ..failures import OUTSIDE_AGENT, InfraFailure
@@ -36,6 +36,22 @@ def open_session(setup: Any, toolset: Any, ctx: QueryContext, client: Any, roots
                            max_observation_length=cfg.max_observation_length)
     roots.append(session.root)
     return session
+
+
+@contextmanager
+def hosted_session(setup: Any, toolset: Any, ctx: QueryContext, client: Any, roots: list) -> Iterator[tuple]:
+    """(session, url): the query's session served at a path of its own on the process's MCP host, the session
+    and its path closed on leaving."""
+    from .mcp_host import McpHost
+
+    session = open_session(setup, toolset, ctx, client, roots)
+    host = McpHost.shared()
+    url = host.open(session, label=f"{toolset.query.group}-{toolset.query.query_id}")
+    try:
+        yield session, url
+    finally:
+        session.close()
+        host.close(url)
 
 
 def session_outcome(session: QuerySession, how: str | None = None) -> dict:
@@ -58,20 +74,12 @@ class CommandAgent:
 
     def run_query(self, setup: Any, toolset: Any, ctx: QueryContext, client: Any, roots: list,
                   stopping: Callable[[], bool] | None = None) -> dict:
-        from .mcp_host import McpHost
-
-        session = open_session(setup, toolset, ctx, client, roots)
-        host = McpHost.shared()
         query = toolset.query
-        url = host.open(session, label=f"{query.group}-{query.query_id}")
-        env = {**os.environ, "TBA_MCP_URL": url, "TBA_QUERY": query.query, "TBA_QUERY_ID": str(query.query_id),
-               "TBA_GROUP": query.group}
-        try:
+        with hosted_session(setup, toolset, ctx, client, roots) as (session, url):
+            env = {**os.environ, "TBA_MCP_URL": url, "TBA_QUERY": query.query, "TBA_QUERY_ID": str(query.query_id),
+                   "TBA_GROUP": query.group}
             end = run_agent(self.argv, env, self.timeout_s, session.done,
                             grace_s=lambda: GRACE_S if session.ended == FINISH else 0.0, stopping=stopping)
-        finally:
-            session.close()
-            host.close(url)
         how = None
         if end.start_error is not None:
             ctx.infra_failure = ctx.infra_failure or InfraFailure(
@@ -100,22 +108,14 @@ class ByHand:
 
     def run_query(self, setup: Any, toolset: Any, ctx: QueryContext, client: Any, roots: list,
                   stopping: Callable[[], bool] | None = None) -> dict:
-        from .mcp_host import McpHost
-
-        session = open_session(setup, toolset, ctx, client, roots)
-        host = McpHost.shared()
         query = toolset.query
-        url = host.open(session, label=f"{query.group}-{query.query_id}")
-        print(f"{query.group} {query.query_id}: {url}\n  query: {query.query}", file=self.out, flush=True)
-        if self.on_open is not None:
-            self.on_open(query, url)
-        try:
+        with hosted_session(setup, toolset, ctx, client, roots) as (session, url):
+            print(f"{query.group} {query.query_id}: {url}\n  query: {query.query}", file=self.out, flush=True)
+            if self.on_open is not None:
+                self.on_open(query, url)
             while not session.done.wait(0.2):
                 if stopping is not None and stopping():
                     break
-        finally:
-            session.close()
-            host.close(url)
         ctx.agent = session_outcome(session)
         return session.answer_file()
 
@@ -128,11 +128,9 @@ class Stdio:
         from .mcp_host import serve_stdio
 
         session = open_session(setup, toolset, ctx, client, roots)
-        done = threading.Event()
         try:
             serve_stdio(session)
         finally:
-            done.set()
             session.close()
         ctx.agent = session_outcome(session)
         return session.answer_file()
