@@ -82,7 +82,7 @@ def mark_second_entry(cache, maker: str):
 def openai_is_loopback(monkeypatch):
     """The provider's own API host stood in for by loopback, in this process only (comparability.PROVIDER_HOSTS:
     no flag or setting can do this)."""
-    monkeypatch.setattr("toolbench_adapter.evaluation.comparability.PROVIDER_HOSTS", frozenset({"127.0.0.1"}))
+    monkeypatch.setattr("toolbench_adapter.evaluation.comparability.PROVIDER_HOSTS", {"127.0.0.1": ("http", None)})
 
 
 def test_a_fresh_clone_misses_the_cache_the_simulator_and_the_judge(capsys, tmp_path):

@@ -123,3 +123,39 @@ def test_the_tool_responses_row_says_what_the_code_decides_for_the_simulator(sta
     row = next(r for r in rows if r[0] == "tool responses")
     assert phrase in row[header.index(state)], (state, phrase)
     assert comparability._tool_responses(facts).state == state, comparability._tool_responses(facts)
+
+
+@pytest.mark.parametrize("url, host", [
+    ("https://api.openai.com/v1", "api.openai.com"),
+    ("https://api.openai.com:443/v1", "api.openai.com"),
+    ("http://api.openai.com/v1", "http://api.openai.com"),  # a proxy or tunnel under the provider's name
+    ("https://api.openai.com:8443/v1", "https://api.openai.com:8443"),
+    ("http://user:secret@api.openai.com:8080/v1", "http://api.openai.com:8080"),  # no credentials in a verdict
+    ("https://api.openai.com:x/v1", "https://api.openai.com:x"),
+    ("http://127.0.0.1:8000/v1", "127.0.0.1"),
+])
+def test_a_provider_host_counts_only_as_the_provider_serves_its_api(url, host):
+    assert comparability.endpoint_host(url) == host
+    assert comparability.provider_host(url) is (host == "api.openai.com")
+
+
+@pytest.mark.parametrize("url, state", [("https://api.openai.com/v1", comparability.VERIFIED),
+                                        ("http://api.openai.com:8080/v1", comparability.DECLARED)])
+def test_a_judge_named_like_the_provider_at_a_tunnel_is_declared(url, state):
+    from toolbench_adapter.protocol.leaderboard import GPT_CACHE_JUDGE
+
+    judge = {"model": GPT_CACHE_JUDGE, "evaluate_times": 3, "evaluator": "default", "endpoints": [url],
+             "listed": True}
+    condition = comparability._judge(judge, "llm")
+    assert condition.state == state, condition
+    if state == comparability.DECLARED:
+        assert "http://api.openai.com:8080 is not the provider's API host" in condition.figure
+
+
+def test_a_simulator_at_a_tunnel_under_the_provider_name_is_declared_in_its_mark():
+    from toolbench_adapter.server.simulators.base import SimulatorOptions
+    from toolbench_adapter.server.simulators.chat import maker_of
+
+    mark = maker_of("llm", SimulatorOptions(model="gpt-4-turbo", base_url="http://api.openai.com:8080/v1"))
+    assert mark == "llm[gpt-4-turbo@http://api.openai.com:8080]"
+    assert comparability.judge_maker(mark)[0] == comparability.DECLARED

@@ -33,7 +33,7 @@ from toolbench_adapter.queryset.queries import QuerySet
 from toolbench_adapter.queryset.tool_coverage import tools_of
 
 STB = "data/stabletoolbench"
-PROVIDER = frozenset({"127.0.0.1"})  # loopback stands in for api.openai.com, in this process only
+PROVIDER = {"127.0.0.1": ("http", None)}  # loopback stands in for api.openai.com, in this process only
 ENV = ("TBA_STB_ROOT", "TBA_TOOL_ROOT", "TBA_JUDGE_URL", "TBA_JUDGE_MODEL", "OPENAI_API_KEY")
 
 

@@ -59,7 +59,10 @@ NOT_COMPARABLE = f"not comparable with {LEADERBOARD}"
 VERIFIED, DECLARED, FAILED = "verified", "declared", "failed"  # a condition's state
 YES, AS_DECLARED_VERDICT, NO = "yes", "as declared", "not comparable"  # the verdicts
 # the leaderboard's judges are OpenAI's models: only OpenAI's own API host shows which weights answer to the name
-PROVIDER_HOSTS = frozenset({"api.openai.com"})
+# a provider's own API host -> how its API is reached (scheme, port; None: any port): the same name reached
+# otherwise (http, another port) is a tunnel or proxy, not the provider
+PROVIDER_HOSTS: dict[str, tuple[str, int | None]] = {"api.openai.com": ("https", 443)}
+DEFAULT_PORTS = {"https": 443, "http": 80}
 PROJECT = Path(__file__).resolve().parents[2]  # the checkout: query folders inside it are named relative to it
 METHODS = ("CoT@1", "DFS_woFilter_w2")
 # what answered the cache misses -> the judge of the leaderboard table made with it
@@ -226,12 +229,31 @@ def _maker(name: str) -> str:
     return {"schema": "the schema simulator", "none": "no simulator (an error answer)"}.get(name, name)
 
 
+def endpoint_host(url: str) -> str:
+    """The host a verdict names for an endpoint URL: its host name, except a provider's host name reached otherwise
+    than the provider serves its API (PROVIDER_HOSTS: https on port 443), which is named whole
+    (http://api.openai.com:8080): a tunnel or proxy under the provider's name, which no provider host equals."""
+    parts = urlsplit(str(url))
+    host = parts.hostname
+    if not host:
+        return str(url)
+    if host in PROVIDER_HOSTS:
+        scheme, port = PROVIDER_HOSTS[host]
+        try:
+            reached = parts.port or DEFAULT_PORTS.get(parts.scheme)
+        except ValueError:  # a port that is not a number
+            reached = -1
+        if parts.scheme != scheme or port not in (None, reached):
+            return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"
+    return host
+
+
 def provider_host(host_or_url: str | None) -> bool:
-    """Whether a host (or a URL's host) is a provider's own API host, PROVIDER_HOSTS, read at each call: tests
-    stand a loopback fake in for the provider by replacing PROVIDER_HOSTS in their own process (monkeypatch); no
-    flag, setting, file or environment variable changes it."""
+    """Whether a host (or a URL's host, endpoint_host) is a provider's own API host, PROVIDER_HOSTS, read at each
+    call: tests stand a loopback fake in for the provider by replacing PROVIDER_HOSTS in their own process
+    (monkeypatch); no flag, setting, file or environment variable changes it."""
     text = str(host_or_url or "")
-    host = urlsplit(text).hostname if "://" in text else text
+    host = endpoint_host(text) if "://" in text else text
     return bool(host) and host in PROVIDER_HOSTS
 
 
@@ -331,7 +353,7 @@ def _tool_responses(facts) -> Condition:
 
 
 def _hosts(endpoints) -> list[str]:
-    return [urlsplit(str(url)).hostname or str(url) for url in endpoints or []]
+    return [endpoint_host(str(url)) for url in endpoints or []]
 
 
 def _judge(judge, simulator: str | None) -> Condition:

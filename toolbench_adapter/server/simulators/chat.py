@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import re
 from typing import Any
-from urllib.parse import urlsplit
 
-from toolbench_adapter.evaluation.comparability import maker_id
+from toolbench_adapter.evaluation.comparability import endpoint_host, maker_id
 from toolbench_adapter.net.transport import FaultKind, HttpTransport, RetryPolicy
 
 from .base import SimulatorOptions
@@ -56,7 +55,7 @@ class SimulatorChat:
 def maker_of(name: str, options: SimulatorOptions) -> str:
     """Who made this simulator's answers, as their marks and /stats say it: its name, the model id whole and the
     endpoint's host (provenance.py; the comparability rule judges each answer by it)."""
-    return maker_id(name, options.model, urlsplit(options.base_url).hostname or options.base_url)
+    return maker_id(name, options.model, endpoint_host(options.base_url))
 
 
 def strip_fences(text: str) -> str:

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
 import requests
 
-from toolbench_adapter.evaluation.comparability import PROMPT_FILE, PROMPT_OWN, PROMPT_STAND_IN
+from toolbench_adapter.evaluation.comparability import PROMPT_FILE, PROMPT_OWN, PROMPT_STAND_IN, endpoint_host
 from toolbench_adapter.net.http_session import EnvCachedSession
 from toolbench_adapter.net.transport import FaultKind, classify_exception, short
 
@@ -39,7 +38,7 @@ class SimulatorEndpoint:
 
     @property
     def host(self) -> str:
-        return urlsplit(self.base_url).hostname or self.base_url
+        return endpoint_host(self.base_url)
 
     def facts(self) -> dict:
         """As a run records it (setup_facts' tool_responses.simulator_endpoints) and tba serve's /health says it."""
