@@ -159,3 +159,16 @@ def test_a_simulator_at_a_tunnel_under_the_provider_name_is_declared_in_its_mark
     mark = maker_of("llm", SimulatorOptions(model="gpt-4-turbo", base_url="http://api.openai.com:8080/v1"))
     assert mark == "llm[gpt-4-turbo@http://api.openai.com:8080]"
     assert comparability.judge_maker(mark)[0] == comparability.DECLARED
+
+
+@pytest.mark.parametrize("backend, state", [("hf", comparability.VERIFIED), ("openai-chat", comparability.VERIFIED),
+                                            ("openai-completions", comparability.VERIFIED),
+                                            ("my-plugin", comparability.DECLARED),
+                                            ("scripted", comparability.FAILED)])
+def test_only_a_shipped_model_backend_verifies_the_agent(backend, state):
+    """A backend another package registers (the toolbench_adapter.backends entry point) may be anything: a name
+    is no evidence that a model answered."""
+    condition = comparability._agent({"backend": backend, "model": "some-model"})
+    assert condition.state == state, condition
+    if state == comparability.DECLARED:
+        assert "does not ship" in condition.figure and backend in condition.figure

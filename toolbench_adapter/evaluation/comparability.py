@@ -21,7 +21,7 @@ tables):
 
 | condition | measured | verified | declared | failed |
 |---|---|---|---|---|
-| agent | the backend and the model it asked | a model backend (hf, openai-*) | a replay: replayed recordings of MODEL; an outside agent (tba run --agent) | the scripted backend; not recorded |
+| agent | the backend and the model it asked | a model backend (hf, openai-*) | a replay: replayed recordings of MODEL; an outside agent (tba run --agent); a backend another package registers | the scripted backend; not recorded |
 | queries | each query record's digest against StableToolBench's 765 (toolbench_adapter/data/stb_queries/) | all 765 | never | a subset, other queries |
 | tool documents | a readable document for each tool the queries list, n of N | N of N | never | fewer |
 | tool responses | who made each response (server/provenance.py: the schema simulator's answers by content, the model simulators' marks naming the model and its host, the _simulated mirror), summed over sessions and shards; what answers misses, misses or not: the simulator, its model id whole, the endpoint's host, whether its GET /models listed the model, whose prompt it sends | the run's own server: every response from the cache, misses answered by gpt-4-turbo listed by its provider's own API host | responses made by gpt-4-turbo with this project's simulation prompt (upstream's is not shipped); gpt-4-turbo at another host; MirrorAPI (a name cannot prove its weights); an external tool server (its /stats and /health are its own account) | a synthetic response; the schema or no simulator; another model, or one not recorded or not listed; MirrorAPI with a stand-in prompt; counts not reported |
@@ -65,6 +65,7 @@ PROVIDER_HOSTS: dict[str, tuple[str, int | None]] = {"api.openai.com": ("https",
 DEFAULT_PORTS = {"https": 443, "http": 80}
 PROJECT = Path(__file__).resolve().parents[2]  # the checkout: query folders inside it are named relative to it
 METHODS = ("CoT@1", "DFS_woFilter_w2")
+MODEL_BACKENDS = ("hf", "openai-chat", "openai-completions")  # the shipped backends that ask a model
 # what answered the cache misses -> the judge of the leaderboard table made with it
 JUDGE_BY_SIMULATOR = {"llm": "gpt-4-turbo-2024-04-09", "mirrorapi": "gpt-4o"}
 JUDGE_REPEATS = 3
@@ -174,6 +175,9 @@ def _agent(facts) -> Condition:
         replays = ", ".join(Path(str(f)).name or str(f) for f in facts.get("replays") or []) or model
         return Condition("agent", DECLARED, measured, f"replayed recordings of {replays} (no model ran here: "
                          "comparable only as the model that made them)")
+    if backend not in MODEL_BACKENDS:  # registered by another package: this project cannot tell what it asks
+        return Condition("agent", DECLARED, measured, f"{model} through the {backend} backend, which this project "
+                         f"does not ship (whether and which model it asks cannot be checked here)")
     return Condition("agent", VERIFIED, measured, f"{model} ({backend})")
 
 
