@@ -224,3 +224,16 @@ def test_serve_tools_records_a_client_by_hand_as_a_run(tmp_path, monkeypatch):
     assert lines(tmp_path / "hand" / "queries.jsonl")[0]["agent_outcome"] == "finish"
     manifest = json.loads((tmp_path / "hand" / "manifest.json").read_text())
     assert manifest["setup_facts"]["method"]["agent"] == BY_HAND
+
+
+def test_an_agent_that_never_reaches_its_mcp_url_is_an_infrastructure_failure(tmp_path, capsys):
+    """`tba run --agent true`: an agent that exits 0 without one request to its session (a wrong URL, an agent that
+    ignores TBA_MCP_URL) answered nothing; before, each query read as Unsolved by rule and the run exited 0."""
+    silent = shlex.join([sys.executable, "-c", "pass"])
+    code = main(["run", "--name", "silent", "--out-root", str(tmp_path / "runs"), "--agent", silent, "--quiet",
+                 "--groups", "G1_instruction", "--limit", "1"])
+    assert code == 3, capsys.readouterr()
+    run = tmp_path / "runs" / "silent"
+    error = lines(run / "errors.jsonl")[0]
+    assert error["failure_kind"] == "outside_agent" and "without one request to its MCP URL" in error["failure_detail"]
+    assert not list(run.glob("G1_instruction/*.json"))  # no answer file: a rerun redoes it

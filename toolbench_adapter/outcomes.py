@@ -17,8 +17,8 @@ MODEL_ENDPOINT = "model_endpoint"  # the endpoint gave up after its retries, or 
 REPLAY_GAP = "replay_gap"  # the replay backend has no recorded turn for the request
 TOOL_SERVER = "tool_server"  # a tool call's reply was a transport fault after the client's retries
 HARNESS_ERROR = "harness_error"  # a Python exception inside the harness
-# an outside agent (tba run --agent CMD) exited non-zero, or could not be started: its command, exit status and
-# the tail of its stderr are the detail
+# an outside agent (tba run --agent CMD) exited non-zero, could not be started, or exited 0 without one request to
+# its MCP URL: its command, exit status and the tail of its stderr are the detail
 OUTSIDE_AGENT = "outside_agent"
 FAILURE_KINDS = (MODEL_ENDPOINT, TOOL_SERVER, REPLAY_GAP, HARNESS_ERROR, OUTSIDE_AGENT)
 

@@ -8,8 +8,9 @@ Drivers (a run's ``RunSetup.outside``): ``CommandAgent`` runs ``tba run --agent 
 How a query ends (queries.jsonl's ``agent_outcome``): ``finish`` (the agent called Finish and exited 0),
 ``no_finish`` (it exited 0 without Finish: an answer without a final answer, Unsolved by rule), ``timeout``
 (--agent-timeout: stopped, the calls so far are its answer), ``call_cap`` (a call past max_step calls: refused,
-the agent stopped). An agent that exits non-zero, or cannot be started, is an infrastructure failure naming the
-agent, its exit status and its stderr's tail (outside_agent: no answer file, a rerun redoes the query)."""
+the agent stopped). An agent that exits non-zero, cannot be started, or exits 0 without one request to its session
+is an infrastructure failure naming the agent, its exit status and its stderr's tail (outside_agent: no answer file,
+a rerun redoes the query)."""
 
 from __future__ import annotations
 
@@ -26,8 +27,6 @@ from .process import GRACE_S, run_agent
 from .session import CALL_CAP, CLOSED, FINISH, QuerySession
 
 STDERR_SHOWN = 800  # characters of an agent's stderr tail in a failure's detail (the record keeps more)
-
-FINISHED_OUTCOMES = ("finish", "no_finish", "timeout", "call_cap")
 
 
 def open_session(setup: Any, toolset: Any, ctx: QueryContext, client: Any, roots: list) -> QuerySession:
@@ -63,6 +62,12 @@ def session_outcome(session: QuerySession, how: str | None = None) -> dict:
             **({"mcp_error_details": session.protocol_errors[:5]} if session.protocol_errors else {})}
 
 
+def never_contacted(session: QuerySession) -> bool:
+    """No tools/list, no call, no Finish, no malformed request: the agent never spoke to its session."""
+    return (session.listed == 0 and session.ctx.budget.query_count == 0 and session.refused == 0
+            and session.ended in (None, CLOSED) and not session.protocol_errors)
+
+
 class CommandAgent:
     """``tba run --agent CMD``: CMD once per query, with TBA_MCP_URL, TBA_QUERY, TBA_QUERY_ID and TBA_GROUP."""
 
@@ -90,6 +95,12 @@ class CommandAgent:
             tail = end.stderr_tail.strip()[-STDERR_SHOWN:] or "(nothing on stderr)"
             ctx.infra_failure = ctx.infra_failure or InfraFailure(
                 OUTSIDE_AGENT, f"agent {self.label!r} exited with status {end.exit_status}; stderr tail: {tail}")
+        elif end.stopped is None and never_contacted(session):
+            # not an agent's Unsolved answer: it never reached the tools (a wrong URL, an agent that ignores
+            # TBA_MCP_URL); counted as a failure, the query redone on a rerun
+            ctx.infra_failure = ctx.infra_failure or InfraFailure(
+                OUTSIDE_AGENT, f"agent {self.label!r} exited 0 without one request to its MCP URL (no tools listed, "
+                "no call): it must connect to $TBA_MCP_URL")
         outcome = session_outcome(session, how)
         outcome.update(agent_exit_status=end.exit_status, agent_stopped=end.stopped,
                        agent_wall_seconds=round(end.seconds, 4))

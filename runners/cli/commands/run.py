@@ -15,6 +15,7 @@ from toolbench_adapter.files.fileio import check_writable
 from toolbench_adapter.structured.describe import policy_text, turns_text
 
 from ...config import RunConfig, load_yaml
+from ...execution.interrupt import queries
 from ...search.methods import known_forms
 from ..ranges import setting
 from ._common import add_simulator_flags, parse_options
@@ -349,8 +350,8 @@ def stopping_now_exits(redo: str):
 def cost_line(totals: dict) -> str:
     """Model calls, tokens per query and model latency p50 / p95 of the totals (issue 42; money: --prices, at
     tba evaluate / table / sweep)."""
-    queries = totals.get("queries") or 0
-    per = (lambda key: f"{totals.get(key, 0) / queries:.1f}") if queries else (lambda key: "0")
+    count = totals.get("queries") or 0
+    per = (lambda key: f"{totals.get(key, 0) / count:.1f}") if count else (lambda key: "0")
     p50, p95 = totals.get("model_latency_p50_s"), totals.get("model_latency_p95_s")
     latency = f"{p50:.3f} s / p95 {p95:.3f} s" if p50 is not None and p95 is not None else "not recorded"
     return (f"  cost: {totals.get('model_calls', 0)} model calls ({per('model_calls')} per query), "
@@ -391,7 +392,7 @@ def trial_summary_lines(record: dict, set_dir: str, redo: str) -> list[str]:
 def summary_lines(manifest: dict, run_dir: str, redo: str) -> list[str]:
     """A few readable lines: what ran, what finished, what failed and why, where the files are, what next."""
     totals, session = manifest["totals"], manifest["sessions"][-1]
-    lines = [f"run {run_dir}: {totals['queries']} queries ({session.get('ran', 0)} ran now, "
+    lines = [f"run {run_dir}: {queries(totals['queries'])} ({session.get('ran', 0)} ran now, "
              f"{session.get('skipped_as_done', 0)} already done) in {session.get('seconds', 0):.1f} s",
              f"  finished {totals['finished']}: valid {totals['valid']}, answered {totals['answered']}, "
              f"win {totals['win']} (not judged yet)"]
