@@ -26,6 +26,7 @@ from tests.openai_standin import OpenAIStandin, Reply  # noqa: E402
 from tests.test_judge_failures import FAST_RETRIES, solved  # noqa: E402
 
 TASK = "toolbench_adapter/stabletoolbench"
+DEAD_JUDGE = "http://127.0.0.1:9/v1"  # nothing listens on the discard port
 
 
 def scripted(messages, tools, tool_choice, config) -> ModelOutput:
@@ -59,9 +60,8 @@ def test_the_task_is_found_by_name_and_writes_a_run_folder_tba_reads(tmp_path, c
     assert [s["call"] for s in steps].count("Finish") == 2 and all(s["parser"] == "mcp" for s in steps)
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["config"]["agent"] == "inspect_ai mockllm/model" and manifest["sessions"][-1].get("finished")
-    # the judge needed (a final answer given) but none named: scored 0 and said so, never a silent label
-    scores = [sample.scores["stabletoolbench_judge"] for sample in log.samples]
-    assert all("no judge" in score.explanation for score in scores)
+    # no judge named: no scorer, so no score at all (before: a 0 standing for "not judged" in inspect's mean)
+    assert all(not sample.scores for sample in log.samples) and not log.results.scores
     with OpenAIStandin(models=("judge-a",), respond=solved) as judge:
         code = main(["evaluate", str(run), "--judge-url", judge.url, "--judge-model", judge.model,
                      "--evaluate-times", "1", "--cache", str(tmp_path / "judge.jsonl"), "--quiet", *FAST_RETRIES])
@@ -73,7 +73,8 @@ def test_the_task_is_found_by_name_and_writes_a_run_folder_tba_reads(tmp_path, c
 def test_no_finish_is_unsolved_by_rule_without_a_judge(tmp_path):
     model = get_model("mockllm/model", custom_outputs=lambda *a: _with_usage(
         ModelOutput.from_content("mockllm/model", "I will not use tools")))
-    log = inspect_eval(TASK, model=model, limit=1, log_dir=str(tmp_path / "logs"), display="none")[0]
+    log = inspect_eval(TASK, model=model, limit=1, log_dir=str(tmp_path / "logs"), display="none",
+                       task_args={"judge_url": DEAD_JUDGE, "judge_model": "judge-a"})[0]  # never asked
     assert log.status == "success", log.error
     score = log.samples[0].scores["stabletoolbench_judge"]
     assert score.value == 0.0 and score.metadata["by"] == "rule" and score.metadata["label"] == "Unsolved"
@@ -149,3 +150,30 @@ def test_the_encoding_is_refused_unless_its_digest_is_tiktokens(tmp_path):
         offline_tokens.extract(wheel, tmp_path / "out")
     assert not (tmp_path / "out" / offline_tokens.CACHE_NAME).exists()
     assert offline_tokens.main([str(wheel), str(tmp_path / "out")]) == 2
+
+
+def test_a_judge_that_fails_gives_no_score_but_an_error_and_the_answer_is_kept(tmp_path):
+    """A dead judge: before, each sample scored 0 (JudgeError counted as Unsolved) and inspect exited 0."""
+    model = get_model("mockllm/model", custom_outputs=scripted)
+    log = inspect_eval(TASK, model=model, limit=1, log_dir=str(tmp_path / "logs"), display="none",
+                       task_args={"run": "dead", "out_root": str(tmp_path / "runs"), "judge_url": DEAD_JUDGE,
+                                  "judge_model": "judge-a"})[0]
+    assert log.status == "error" and "every judgement failed" in str(log.error), log.error
+    assert len(list((tmp_path / "runs" / "dead").glob("*/*_CoT@1.json"))) == 1  # the agent's answer is kept
+
+
+def test_the_score_is_the_mean_over_the_judged_repeats(monkeypatch):
+    """One query's SoPR as tba evaluate computes it: Solved, Unsolved, (failed), Solved is 2/3, the failed
+    judgement left out and counted; before, the most common label (1.0 here, 0 for Solved/Unsolved/Unsolved)."""
+    from runners.inspect_eval import judging
+    from toolbench_adapter.evaluation.judging.judge import Judgement
+    from toolbench_adapter.evaluation.labels import Label
+
+    labels = iter([Label.SOLVED, Label.UNSOLVED, Label.ERROR, Label.SOLVED])
+    monkeypatch.setattr(judging, "judge_answer", lambda *a: Judgement(next(labels), "why"))
+    monkeypatch.setattr(judging, "make_judge", lambda *a, **k: object())
+    monkeypatch.setattr(judging, "converted_answer", lambda data: {"query": "q", "answer": {}})
+    monkeypatch.setattr(judging, "early_judgement", lambda answer: None)
+    result = judging.judge_session({}, {"url": "http://x/v1", "model": "m", "times": 4})
+    assert result["value"] == pytest.approx(2 / 3) and result["failed_judgements"] == 1
+    assert result["labels"] == ["Solved", "Unsolved", "JudgeError", "Solved"]

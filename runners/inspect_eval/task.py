@@ -4,7 +4,8 @@ Samples are the selected queries (their text; group and id in the metadata). Eac
 functions as the function-call run sends them, answered through a query session (runners/outside/session.py:
 the run's environment step on the embedded tool server, status codes, observations, the call cap), Finish ending
 the sample. The solver is inspect's own tool loop (``generate(tool_calls="loop")``); the scorer is this project's
-judge on the converted answer (Solved 1, Unsure 0.5, Unsolved 0: a one-query SoPR; label and reason in the log).
+judge on the converted answer (Solved 1, Unsure 0.5, Unsolved 0, the mean over the judged repeats: a one-query
+SoPR; label and reason in the log; no verdict is a sample error, never a 0: judging.py).
 With ``run`` the run folder is written as ``tba run`` writes it (run_folder.py), its agent named
 "inspect_ai MODEL" (the comparability line names it)."""
 
@@ -29,13 +30,12 @@ from toolbench_adapter.protocol.functions import FINISH_NAME
 from ..config import RunConfig, select_queries
 from ..outside.session import QuerySession
 from ..search.agent import QueryContext
-from .judging import judge_session
+from .judging import NoVerdict, judge_session
 from .offline_tokens import use_installed_encodings
 from .run_folder import InspectRun
 
 AGENT_PREFIX = "inspect_ai"  # a run folder's agent: "inspect_ai MODEL" (its loop: generate with the tool loop)
 STORE_KEY = "toolbench_adapter"
-LABEL_VALUE = {"Solved": 1.0, "Unsure": 0.5, "Unsolved": 0.0}
 
 
 def _listed(value: Any, kind: type = str) -> list:
@@ -64,8 +64,10 @@ def stabletoolbench_task(*, groups=None, query_ids=None, limit=None, data_root=N
     samples = [Sample(input=q.query, id=f"{q.group}/{q.query_id}", metadata={"group": q.group, "query_id": q.query_id})
                for q in todo]
     judge = {"url": judge_url, "model": judge_model, "api_key": judge_api_key, "times": evaluate_times}
+    # no judge, no scorer: answers (and with run=, a run folder for tba evaluate), never a 0 standing for "not judged"
+    scorer = stabletoolbench_judge(judge) if judge_url and judge_model else None
     return Task(dataset=MemoryDataset(samples, name="stabletoolbench"), solver=query_tools_loop(world),
-                scorer=stabletoolbench_judge(judge), message_limit=4 * max_step + 10,
+                scorer=scorer, message_limit=4 * max_step + 10,
                 metadata={"run_folder": str(cfg.run_dir) if run else None})
 
 
@@ -155,11 +157,12 @@ def stabletoolbench_judge(judge: dict):
         stored = state.store.get(STORE_KEY) or {}
         answer = stored.get("answer")
         if answer is None:
-            return Score(value=0.0, explanation="no answer: the sample ended before its session closed")
+            raise NoVerdict("no answer: the sample ended before its session closed")
         judgement = await anyio.to_thread.run_sync(judge_session, answer, judge)
-        label = judgement["label"]
-        return Score(value=LABEL_VALUE.get(label, 0.0), answer=answer["answer_generation"].get("final_answer", ""),
-                     explanation=f"{label}: {judgement['reason']}", metadata=judgement)
+        failed = judgement.get("failed_judgements")
+        note = f" ({failed} of {len(judgement['labels'])} judgements failed, left out)" if failed else ""
+        return Score(value=judgement["value"], answer=answer["answer_generation"].get("final_answer", ""),
+                     explanation=f"{judgement['label']}: {judgement['reason']}{note}", metadata=judgement)
 
     return score
 
