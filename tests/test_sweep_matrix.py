@@ -262,3 +262,14 @@ def test_report_index_fits_a_1400_px_window_in_chromium(sweep, chromium, tmp_pat
         assert_fits(chrome, "sweep index")
     finally:
         chrome.close()
+
+
+def test_the_latex_matrix_of_a_sweep_of_trials_escapes_pass_hat_k(tmp_path):
+    """LaTeX reads a bare ^ as a superscript outside math mode and stops: the header 'pass@3 / pass^3' must be
+    escaped, as in every LaTeX table the project writes (one escaper, report/tables.py)."""
+    from toolbench_adapter.report.sweep_matrix_render import Matrix, to_latex
+
+    text = to_latex(Matrix(name="s~1", axes=["parser"], baseline=None, rows=[], notes=[], sweep_dir=tmp_path,
+                           trials=3))
+    assert r"pass@3 / pass\^{}3" in text and r"s\~{}1" in text
+    assert "^3" not in text.replace(r"\^{}3", "")

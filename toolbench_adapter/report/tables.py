@@ -292,7 +292,7 @@ def _cost_cells(board: Leaderboard, row: BoardRow) -> list[str]:
 
 
 _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "_": r"\_", "#": r"\#", "$": r"\$",
-                  "{": r"\{", "}": r"\}"}
+                  "{": r"\{", "}": r"\}", "^": r"\^{}", "~": r"\~{}"}
 
 
 def _latex_escape(text: str) -> str:

@@ -93,14 +93,10 @@ def latex(board, escape) -> list[str]:
             continue
         head = [f"{row.name}: {figures.trials} trials"] + [GROUP_LABELS[g] for g in COLUMNS] + [AVERAGE]
         out += [r"\medskip", r"\begin{tabular}{l" + "c" * (len(head) - 1) + "}", r"\toprule",
-                " & ".join(_tex(escape, h) for h in head) + r" \\", r"\midrule"]
-        out += [" & ".join(_tex(escape, c) for c in [name, *cells]) + r" \\" for name, cells in measures(figures)]
+                " & ".join(escape(h) for h in head) + r" \\", r"\midrule"]
+        out += [" & ".join(escape(c) for c in [name, *cells]) + r" \\" for name, cells in measures(figures)]
         out += [r"\bottomrule", r"\end{tabular}"]
     return out
-
-
-def _tex(escape, text: str) -> str:
-    return escape(text).replace("^", r"\^{}")
 
 
 def csv_header(board) -> list[str]:
