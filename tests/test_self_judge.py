@@ -234,6 +234,9 @@ def test_the_self_judged_banner_says_what_the_user_did(tmp_path, endpoint):
     assert offline.startswith("the local judge hf:SmolLM2-135M-Instruct runs the same weights as the run's model, "
                               "unasked") and "--judge-self" not in offline
     assert "the same weights under another name" in self_judged_how({"command": "tba evaluate r --judge-url u"})
+    # make eval JUDGE=self: make_recipes passes --judge=self, one word
+    made = self_judged_how({"command": "tba eval --name r --judge-backend=hf --evaluate-times=3 --judge=self"})
+    assert made.startswith("asked for with JUDGE=self (make) or --judge self: tba eval"), made
 
 
 # ---- the report, in a real browser -------------------------------------------------------------------------------

@@ -157,14 +157,13 @@ def _evaluation_payload(run: RunData) -> dict | None:
 def self_judged_how(evaluation: dict) -> str:
     """What the user did that made the run's own model its judge, from the evaluation's record (its command and
     judge): the banner used to cite --judge-self to someone who never passed it (make eval JUDGE=self passes
-    --judge self; the offline default's local judge runs the run's own weights unasked)."""
+    --judge=self; the offline default's local judge runs the run's own weights unasked)."""
     command = str(evaluation.get("command") or "")
     words = command.split()
     judge = evaluation.get("judge") or {}
     if "--judge-self" in words:
         return f"asked for with --judge-self: {command}"
-    if "self" in words and "--judge" in words and words.index("--judge") + 1 < len(words) and \
-            words[words.index("--judge") + 1] == "self":
+    if "--judge=self" in words or any(pair == ("--judge", "self") for pair in zip(words, words[1:])):
         return f"asked for with JUDGE=self (make) or --judge self: {command}"
     if judge.get("note"):
         return f"the local judge {judge.get('model') or ''} runs the same weights as the run's model, unasked: " \
