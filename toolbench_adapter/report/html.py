@@ -15,6 +15,7 @@ import json
 import os
 from collections import Counter
 from importlib import resources
+from itertools import pairwise
 from pathlib import Path
 
 import toolbench_adapter
@@ -163,7 +164,7 @@ def self_judged_how(evaluation: dict) -> str:
     judge = evaluation.get("judge") or {}
     if "--judge-self" in words:
         return f"asked for with --judge-self: {command}"
-    if "--judge=self" in words or any(pair == ("--judge", "self") for pair in zip(words, words[1:])):
+    if "--judge=self" in words or ("--judge", "self") in pairwise(words):
         return f"asked for with JUDGE=self (make) or --judge self: {command}"
     if judge.get("note"):
         return f"the local judge {judge.get('model') or ''} runs the same weights as the run's model, unasked: " \
