@@ -309,6 +309,9 @@ def test_jsonl_names_the_line_that_is_not_json(tmp_path):
         read_jsonl(path, "corpus")
     path.write_text('{"text": "a"}\n\n[1]\n')
     assert read_jsonl(path, "corpus") == [(1, {"text": "a"}), (3, [1])]
+    # a raw line or paragraph separator inside a JSON string is no line break (json.dumps(ensure_ascii=False))
+    path.write_text('{"text": "a\u2028b\u2029c\x85d"}\r\n[2]\n', encoding="utf-8")
+    assert read_jsonl(path, "corpus") == [(1, {"text": "a\u2028b\u2029c\x85d"}), (2, [2])]
 
 
 def test_yaml_keys_given_twice_are_refused_anywhere_but_merge_keys_still_merge(tmp_path):

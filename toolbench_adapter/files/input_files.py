@@ -290,7 +290,8 @@ def read_jsonl(path: str | Path, kind: str, *, what: str | None = None) -> list[
     spec = kind_of(kind)
     what = what or spec.name
     rows = []
-    for number, line in enumerate(read_text(path, kind, what=what).splitlines(), 1):
+    # lines end at "\n" only: splitlines() also splits at U+2028 and other separators a JSON string may hold raw
+    for number, line in enumerate(read_text(path, kind, what=what).split("\n"), 1):
         if not line.strip():
             continue
         try:

@@ -31,8 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from toolbench_adapter.errors import InputError
+from toolbench_adapter.files import input_files
 from toolbench_adapter.files.folder_files import files_under
-from toolbench_adapter.files.input_files import read_json, read_text
+from toolbench_adapter.files.input_files import read_json
 from toolbench_adapter.protocol.react import ACTION_INPUT_MARKER, ACTION_MARKER, THOUGHT_MARKER
 from toolbench_adapter.queryset.queries import is_group_name
 from toolbench_adapter.runs.folder import ERRORS, FAILED_DIR, MANIFEST, QUERY_STATS, STEPS, STEPS_DIR
@@ -230,30 +231,21 @@ def read_file(path: Path) -> list[ModelOutput]:
 
 
 def read_jsonl(path: Path) -> Iterator[ModelOutput]:
-    for number, line in enumerate(read_text(path, "corpus", what="JSONL file").split("\n"), 1):
-        if not line.strip():
-            continue
-        record = parse_jsonl_record(line, path, number)
+    for number, record in input_files.read_jsonl(path, "corpus", what="JSONL file"):
+        check_jsonl_record(record, path, number)
         yield ModelOutput(source=str(record.get("source") or f"{path.name}:{number}"),
                           text=record["text"], message=record.get("message"))
 
 
-def parse_jsonl_record(line: str, path: Path | str, number: int) -> dict:
-    """One JSONL line -> a record with a string "text"; InputError naming the file and line otherwise."""
-    try:
-        record = json.loads(line)
-    except ValueError as exc:
-        raise InputError(f"line {number}: not JSON ({exc})", path=path, fix='write one {"text": "..."} object per line') from None
-    except RecursionError:  # json raises this, not a ValueError, on nesting deeper than the stack
-        raise InputError(f"line {number}: nested too deeply to read (deeper than the JSON reader follows)", path=path,
-                         fix='write one {"text": "..."} object per line') from None
+def check_jsonl_record(record: Any, path: Path | str, number: int) -> None:
+    """A JSONL line's value has a string "text" (and an object "message", if any); InputError naming the file and
+    line otherwise."""
     if not isinstance(record, dict) or not isinstance(record.get("text"), str):
         raise InputError(f"line {number}: needs a string \"text\" field", path=path, field="text",
                          fix='write one {"text": "..."} object per line')
     if record.get("message") is not None and not isinstance(record["message"], dict):
         raise InputError(f"line {number}: \"message\" must be an object", path=path, field="message",
                          fix="give the assistant message as a JSON object, or leave it out")
-    return record
 
 
 def _walk(data: Any, source: str, depth: int) -> Iterator[ModelOutput]:
