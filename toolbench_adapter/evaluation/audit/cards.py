@@ -7,7 +7,7 @@ finds the audit of that same judge. The folder: ``--judge-cards DIR``, else ``$T
 
 A card is checked each time it is read (issue 40), and one that fails a check is never cited: the line says
 "judge card unreadable: REASON; run `tba judge-audit …` again". The checks: the file is a regular file of at most
-CARD_BYTES_MAX bytes of UTF-8 JSON in the card format; the judge id inside it is the id it is filed under and the
+4 MiB (files/input_files.py, kind "judge card") of UTF-8 JSON in the card format; the judge id inside it is the id it is filed under and the
 evaluation's; the latest audit's fields have their types and ranges (kappa in [-1, 1], a SoPR shift in points,
 counts as whole numbers); its labels are a set the project knows (sets.py) or a labels folder still there, and
 their digest and answer count are what the audit recorded (sets.labels_digest), the answers judged no more than
@@ -16,11 +16,9 @@ they hold. No reader of a card raises: a table, the report and the matrix get th
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import shlex
-import stat
 from pathlib import Path
 from typing import Any
 
@@ -29,12 +27,12 @@ from toolbench_adapter.evaluation.audit.sets import AUDIT_SETS, labels_digest, s
 from toolbench_adapter.evaluation.evaluations import DEFAULT_EVALUATOR, JudgeIdentity, iso_time
 from toolbench_adapter.evaluation.labelsets import discover_all
 from toolbench_adapter.files.fileio import write_json_atomic
+from toolbench_adapter.files.input_files import UnreadableFile, read_json
 
 CARDS_ENV = "TBA_JUDGE_CARDS"
 DEFAULT_FOLDER = Path("results") / "judge_cards"
 CARD_FORMAT = "toolbench-adapter/judge-card"
 DEFAULT_SET = "stb-example"
-CARD_BYTES_MAX = 4 << 20  # a card holds a few dozen audits of a few hundred bytes each
 
 
 def cards_folder(folder: str | Path | None = None) -> Path:
@@ -47,33 +45,18 @@ def card_path(judge_id: str, folder: str | Path | None = None) -> Path:
 
 def read_card(judge_id: str, folder: str | Path | None = None) -> dict | None:
     """The card of ``judge_id``, or None when that judge was never audited; one that is not a readable card is
-    InputError naming the file (exit 2 for the audit that would add to it; citation says it instead)."""
+    InputError naming the file (exit 2 for the audit that would add to it; citation says it instead). Read by the
+    one reader of input files (kind "judge card"): special files, sizes past its limit, bytes that are not UTF-8
+    JSON and link loops are refused without being opened or read whole."""
     path = card_path(judge_id, folder)
-    try:
-        info = os.stat(path)
-    except FileNotFoundError:
+    if path.is_dir():
         return None
-    except OSError as exc:  # a link loop, no permission
-        raise InputError(f"judge card cannot be read ({exc.strerror or exc})", path=path, fix=CARD_FIX) from None
-    if stat.S_ISDIR(info.st_mode):
-        return None
-    if not stat.S_ISREG(info.st_mode):
-        raise InputError("judge card is not a regular file (a FIFO, device or socket is never opened)", path=path,
-                         fix=CARD_FIX)
-    if info.st_size > CARD_BYTES_MAX:
-        raise InputError(f"judge card of {info.st_size} bytes, over {CARD_BYTES_MAX >> 20} MiB", path=path,
-                         fix=CARD_FIX)
     try:
-        with open(path, "rb") as handle:
-            card = json.loads(handle.read(CARD_BYTES_MAX + 1).decode("utf-8"))
-    except OSError as exc:
-        raise InputError(f"judge card cannot be read ({exc.strerror or exc})", path=path, fix=CARD_FIX) from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"judge card is not UTF-8 (byte {exc.start})", path=path, fix=CARD_FIX) from None
-    except RecursionError:
-        raise InputError("judge card nested too deeply", path=path, fix=CARD_FIX) from None
-    except ValueError as exc:
-        raise InputError(f"judge card is not JSON ({exc})", path=path, fix=CARD_FIX) from None
+        card = read_json(path, "judge card")
+    except UnreadableFile as exc:
+        if exc.reason == "not_found":
+            return None
+        raise
     if not isinstance(card, dict) or card.get("format") != CARD_FORMAT or not isinstance(card.get("audits"), list):
         raise InputError("not a judge card", path=path, fix=CARD_FIX)
     return card
