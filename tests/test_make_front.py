@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from runners.cli import make_front
+from runners.cli.make_recipes import run_name
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = PROJECT_ROOT / "runners" / "cli" / "make_front.py"
@@ -44,7 +45,7 @@ notes: # no help mark
     (("openai-chat", "CoT@1", "schema", "", "3"), "eval-openai-chat-CoT1-trials3@constrain-schema"),
 ])
 def test_run_name_says_each_setting_that_is_not_upstreams(settings, name):
-    assert make_front.run_name(*settings) == name
+    assert run_name(*settings) == name
 
 
 def test_the_run_folder_and_its_leaderboard_row_have_one_name():
@@ -52,7 +53,7 @@ def test_the_run_folder_and_its_leaderboard_row_have_one_name():
     from toolbench_adapter.structured.describe import row_name
 
     for constrain, on_invalid in (("schema", ""), ("schema", "reask:2"), ("off", "reask:1"), ("off", "")):
-        folder = make_front.run_name("hf", "CoT@1", constrain, on_invalid)
+        folder = run_name("hf", "CoT@1", constrain, on_invalid)
         assert row_name(folder, {"constrain": constrain or "off", "on_invalid": on_invalid or "observe"}) == folder
 
 
@@ -103,9 +104,6 @@ def test_check_vars_runs_with_the_system_python_alone(tmp_path):
     passed = subprocess.run([sys.executable, "-I", "-S", str(SCRIPT), "check-vars", str(makefile), "--", "BACKEND",
                              "SHELL"], capture_output=True, text=True, timeout=60)
     assert (passed.returncode, passed.stdout) == (0, "")
-    named = subprocess.run([sys.executable, "-I", "-S", str(SCRIPT), "run-name", "--backend=hf", "--method=CoT@1",
-                            "--constrain=", "--on-invalid=reask:2"], capture_output=True, text=True, timeout=60)
-    assert (named.returncode, named.stdout) == (0, "eval-hf-CoT1@reask-2\n")
 
 
 # ---- help ------------------------------------------------------------------------------------------------------

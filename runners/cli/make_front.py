@@ -13,7 +13,6 @@ the package.
                                                        printed)
     make_front.py help MAKEFILE...                     the values: the environment (make exports every variable)
     make_front.py check-vars MAKEFILE... -- NAME=VALUE...  the refusal (make stops with it) or nothing; exit 0 either way
-    make_front.py run-name --backend=B --method=M --constrain=C --on-invalid=P [--trials=K]
 """
 
 from __future__ import annotations
@@ -27,10 +26,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 if __package__:
-    from .make_recipes import RECIPES, Refused, Values, derived_defaults, run_name
+    from .make_recipes import RECIPES, Refused, Values, derived_defaults
 else:  # run by the Makefile as a script, before the package is installed: its sibling from its own folder
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # (python -I leaves that folder off the path)
-    from make_recipes import RECIPES, Refused, Values, derived_defaults, run_name
+    from make_recipes import RECIPES, Refused, Values, derived_defaults
 
 # make's own variables a command line may set (make reads them, no target names them)
 MAKE_OWN_VARIABLES = ("MAKEFLAGS", "GNUMAKEFLAGS", "MFLAGS", "MAKEFILES", "MAKE", "MAKESHELL", "SHELL",
@@ -196,17 +195,10 @@ def main(argv: list[str] | None = None) -> int:
     check = commands.add_parser("check-vars", help="refuse command-line variables no makefile names",
                                 usage="make_front.py check-vars MAKEFILE... -- NAME=VALUE...")
     check.add_argument("makefiles", nargs="+", type=Path)
-    name = commands.add_parser("run-name", help="make eval's run folder name")
-    for flag in ("--backend", "--method", "--constrain", "--on-invalid", "--trials"):
-        name.add_argument(flag, default="")
     argv = sys.argv[1:] if argv is None else argv
     # check-vars: the makefiles, then after "--" the command line's variables (argparse would give both to one)
     given = argv[argv.index("--") + 1:] if "--" in argv else []
     arguments = parser.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
-    if arguments.command == "run-name":
-        print(run_name(arguments.backend, arguments.method, arguments.constrain, arguments.on_invalid,
-                       arguments.trials))
-        return 0
     if arguments.command == "run":
         return run_target(arguments.target, os.environ, arguments.makefile or [Path("Makefile")])
     texts = [path.read_text(encoding="utf-8") for path in arguments.makefiles]

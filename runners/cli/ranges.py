@@ -126,6 +126,5 @@ CELLS = bounded(int, ge=1, le=limits.MAX_CELLS, why=limits.CELLS_WHY)  # a sweep
 INDENT = bounded(int, ge=0, le=limits.MAX_INDENT, why=limits.INDENT_WHY)
 SEED = Ranged(limits.Seed)
 PORT = bounded(int, ge=0, le=65535, why="the largest TCP port")  # 0: a free one
-TEMPERATURE = Ranged(limits.Temperature)
 FRACTION = bounded(float, ge=0, le=1, why="a probability or a share is at most 1")  # e.g. an assumed pass rate
 CORRELATION = bounded(float, ge=-1, le=1, why="a correlation lies between -1 and 1")

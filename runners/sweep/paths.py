@@ -23,9 +23,6 @@ from toolbench_adapter.structured.describe import row_name
 from ..execution.runlock import LOCK_SUFFIX
 from .spec import Spec, safe_name
 
-# fileio's atomic writes: ".{name}.{pid}-{serial}.tmp"; a pid has at most 7 digits (Linux's pid_max 4,194,304),
-# the serial counts the process's writes (10 digits: more than any run makes)
-TEMP_EXTRA = len("." + "." + "9" * 7 + "-" + "9" * 10 + ".tmp")
 LOCK_EXTRA = len("." + LOCK_SUFFIX)
 # the longest label file an evaluation writes under a cell's row name (evaluation/storage.py: {group}_{model})
 ROW_FILE = "{group}_{row}.meta.json"
@@ -57,7 +54,8 @@ def _bytes(text: str) -> int:
 
 
 def longest_row_file(row: str, groups: list[str]) -> str:
-    """The longest name an evaluation writes under ``row`` (as its temp file has it)."""
+    """The longest name an evaluation writes under ``row`` (as its temp file has it: fileio's atomic writes are
+    ".{name}.{pid}-{serial}.tmp", a pid at most 7 digits (Linux's pid_max 4,194,304), the serial 10)."""
     longest = max((ROW_FILE.format(group=g, row=row) for g in groups or ["G1_instruction"]), key=_bytes)
     return f".{longest}.{'9' * 7}-{'9' * 10}.tmp"
 

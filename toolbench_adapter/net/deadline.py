@@ -84,13 +84,9 @@ class Deadline:
         return f"no complete reply within {self.seconds:g} s (the whole request: connect, send, headers and body)"
 
 
-def current() -> Deadline | None:
-    """The innermost open Deadline of this thread (the lanes register their sockets with it)."""
-    return getattr(_local, "current", None)
-
-
 def watch_current(sock: Any) -> None:
-    """``current().watch(sock)`` when a deadline is open in this thread."""
+    """Watch ``sock`` under the innermost open Deadline of this thread, when one is open (the lanes register
+    their sockets with it)."""
     deadline = getattr(_local, "current", None)
     if deadline is not None:
         deadline.watch(sock)

@@ -16,12 +16,6 @@ HIDDEN_CATEGORIES = ("Cc", "Cf", "Cs")
 WHITESPACE = {"\t": " ", "\n": " ", "\r": " "}
 
 
-def hidden_characters(text: str) -> list[str]:
-    """The characters of ``text`` a reader would not see as written (each once, in order; whitespace is seen)."""
-    return list(dict.fromkeys(c for c in text if c not in WHITESPACE
-                              and unicodedata.category(c) in HIDDEN_CATEGORIES))
-
-
 def escape(char: str) -> str:
     code = ord(char)
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"

@@ -17,7 +17,6 @@ a new name.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from toolbench_adapter.errors import InputError
@@ -26,7 +25,6 @@ from toolbench_adapter.files.fileio import read_json
 TRIALS = "trials.json"
 TRIALS_FORMAT = "toolbench-adapter/trials"
 TRIAL_PREFIX = "trial-"
-_TRIAL_NAME = re.compile(rf"{TRIAL_PREFIX}(\d+)")
 
 
 def trial_name(index: int) -> str:
@@ -40,11 +38,6 @@ def trial_dir(set_dir: str | Path, index: int) -> Path:
 def is_trial_set(path: str | Path) -> bool:
     """A folder written by ``tba run --trials K`` (its record, trials.json, is there)."""
     return (Path(path) / TRIALS).is_file()
-
-
-def trial_index(path: str | Path) -> int | None:
-    match = _TRIAL_NAME.fullmatch(Path(path).name)
-    return int(match.group(1)) if match else None
 
 
 def read_trials(set_dir: str | Path) -> dict:
@@ -65,9 +58,3 @@ def trial_dirs(set_dir: str | Path, data: dict | None = None) -> list[Path]:
     """The set's trial folders, trial 0 first, as many as its record names."""
     data = data if data is not None else read_trials(set_dir)
     return [trial_dir(set_dir, index) for index in range(data["trials"])]
-
-
-def set_of(path: str | Path) -> Path | None:
-    """The set a trial folder belongs to (its parent holds trials.json), else None."""
-    path = Path(path)
-    return path.parent if trial_index(path) is not None and is_trial_set(path.parent) else None
