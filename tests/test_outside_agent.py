@@ -90,6 +90,8 @@ def test_a_crashing_agent_is_an_infrastructure_failure_named_with_its_status_and
     assert AGENT in error["failure_detail"] and "status 1" in error["failure_detail"]
     assert "crashing on purpose" in error["failure_detail"]
     assert not list(run.glob("G1_instruction/*.json"))  # no answer file: a rerun redoes it
+    record = lines(run / "queries.jsonl")[0]
+    assert "crashing on purpose" in record["agent_stderr_tail"] and "now crashing" in record["agent_stdout_tail"]
 
 
 def test_no_finish_is_an_answer_without_a_final_answer(tmp_path, monkeypatch, capsys):

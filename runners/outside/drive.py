@@ -8,7 +8,7 @@ Drivers (a run's ``RunSetup.outside``): ``CommandAgent`` runs ``tba run --agent 
 How a query ends (queries.jsonl's ``agent_outcome``): ``finish`` (the agent called Finish and exited 0),
 ``no_finish`` (it exited 0 without Finish: an answer without a final answer, Unsolved by rule), ``timeout``
 (--agent-timeout: stopped, the calls so far are its answer), ``call_cap`` (a call past max_step calls: refused,
-the agent stopped). An agent that exits non-zero, cannot be started, or exits 0 without one request to its session
+the agent given GRACE_S to exit, then stopped). An agent that exits non-zero, cannot be started, or exits 0 without one request to its session
 is an infrastructure failure naming the agent, its exit status and its stderr's tail (outside_agent: no answer file,
 a rerun redoes the query)."""
 
@@ -84,7 +84,7 @@ class CommandAgent:
             env = {**os.environ, "TBA_MCP_URL": url, "TBA_QUERY": query.query, "TBA_QUERY_ID": str(query.query_id),
                    "TBA_GROUP": query.group}
             end = run_agent(self.argv, env, self.timeout_s, session.done,
-                            grace_s=lambda: GRACE_S if session.ended == FINISH else 0.0, stopping=stopping)
+                            grace_s=lambda: GRACE_S if session.ended in (FINISH, CALL_CAP) else 0.0, stopping=stopping)
         how = None
         if end.start_error is not None:
             ctx.infra_failure = ctx.infra_failure or InfraFailure(
@@ -106,6 +106,7 @@ class CommandAgent:
                        agent_wall_seconds=round(end.seconds, 4))
         if ctx.infra_failure is not None or end.exit_status not in (0, None) and end.stopped is None:
             outcome["agent_stderr_tail"] = end.stderr_tail[-2000:]
+            outcome["agent_stdout_tail"] = end.stdout_tail[-2000:]  # many agents log to stdout
         ctx.agent = outcome
         return session.answer_file()
 

@@ -16,7 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 TAIL_BYTES = 4000  # of stderr (and stdout) kept for the record: an agent's output is never held whole
-GRACE_S = 5.0  # after its session ends (Finish called), the agent has this long to exit on its own
+GRACE_S = 5.0  # after its session ends (Finish called, or a call refused at the cap: the agent got a reply saying
+# so), the agent has this long to exit on its own
 KILL_WAIT_S = 3.0  # after SIGTERM, this long before SIGKILL
 POLL_S = 0.05
 

@@ -57,6 +57,7 @@ def main() -> int:
     names = [t["name"] for t in tools]
     log = {"tools": names, "schemas": {t["name"]: t["inputSchema"] for t in tools}, "replies": []}
     if mode == "crash":
+        print("plain-http-agent: listed the tools, now crashing")  # stdout: kept in the record too
         print("plain-http-agent: crashing on purpose", file=sys.stderr)
         return 1
     first = next(t for t in tools if t["name"] != "Finish")
