@@ -211,3 +211,15 @@ def test_simulator_endpoints_are_checked(capsys, tmp_path):
 def test_an_unknown_simulator_is_bad_input(capsys):
     code, lines, out = doctor(capsys, "--simulator", "shema")
     assert code == 2 and "schema" in out and not lines
+
+
+@pytest.mark.parametrize(("simulator", "judge", "ok"), [("schema", "gpt-4o", False), ("schema", GPT_CACHE_JUDGE, True),
+                                                        ("mirrorapi", "gpt-4o", True)])
+def test_doctor_wants_the_judge_the_verdict_wants(capsys, simulator, judge, ok):
+    """Doctor and the comparability line read one rule: gpt-4o judged the MirrorAPI tables only; before, doctor
+    took it as the judge for any simulator but llm and mirrorapi."""
+    with OpenAIStandin(models=(judge,)) as endpoint:
+        _, lines, _ = doctor(capsys, "--simulator", simulator, "--judge-url", endpoint.url, "--judge-model", judge)
+    assert lines["judge"].startswith("MISSING") is not ok, lines["judge"]
+    if not ok:
+        assert f"{judge} is not the leaderboard's judge ({GPT_CACHE_JUDGE}" in lines["judge"]

@@ -349,8 +349,9 @@ def check_judge(settings: DoctorSettings) -> Check:
                                                              temperature=0, max_tokens=16), warn=lambda _text: None)
     except InputError as exc:
         return Check("judge", False, f"{client.name}: {exc.problem}", f"{exc.fix}. {JUDGE_GET}" if exc.fix else JUDGE_GET)
-    expected = MIRRORAPI_JUDGE if settings.simulator == "mirrorapi" else GPT_CACHE_JUDGE
-    if model not in LEADERBOARD_JUDGES or (settings.simulator in ("llm", "mirrorapi") and model != expected):
+    # the verdict's rule (comparability._judge): the judge of the table the simulator's answers belong to
+    expected = comparability.JUDGE_BY_SIMULATOR.get(settings.simulator or "", GPT_CACHE_JUDGE)
+    if model != expected:
         return Check("judge", False, f"{client.name} answers, but {model} is not the leaderboard's judge "
                      f"({expected} judged {LEADERBOARD_JUDGES[expected]})", JUDGE_GET)
     if listed is not True:  # the whole id in the endpoint's own list: the name the evaluation will record
