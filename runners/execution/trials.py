@@ -39,7 +39,6 @@ from toolbench_adapter.runs.trial_set import (
 
 from ..config import RunConfig
 from ..config.call_bound import calls_per_query
-from ..config.run_config import MAX_TRIALS
 from ..models.base import takes_seed
 from .executors import executor_class, make_executor
 from .manifest import iso_time
@@ -63,7 +62,7 @@ def why_deterministic(backend: Any, cfg: RunConfig) -> str | None:
     """Why every trial of this set-up would answer alike, or None when they can differ."""
     name = getattr(backend, "name", cfg.backend)
     # an outside agent (tba run --agent) is sent no seed, but its own model may answer each trial anew
-    if takes_seed(backend) or name == getattr(RunConfig, "AGENT_BACKEND", None):
+    if takes_seed(backend) or name == RunConfig.AGENT_BACKEND:
         return None
     if name == "scripted":
         return ("the scripted agent answers every query the same each time (--backend-option answer_rate=P makes it "
@@ -124,10 +123,7 @@ class TrialSet:
 
     def __init__(self, cfg: RunConfig, backend=None, progress: bool = True, command: str | None = None,
                  executor=None, client_options: dict | None = None, tool_host=None):
-        cfg.validate()
-        cfg.search_method()
-        if not 1 <= cfg.trials <= MAX_TRIALS:
-            raise InputError(f"trials {cfg.trials} is outside 1..{MAX_TRIALS}", field="--trials")
+        cfg.validate()  # the method and the trials' range among the rest
         if executor is None:
             executor_class(cfg.executor)
         self.cfg = cfg
@@ -189,7 +185,8 @@ class TrialSet:
     def _run(self) -> dict:
         record = self.check()
         print(f"tba run: {self.cost_line()}", file=sys.stderr, flush=True)
-        if self.cfg.temperature == 0 and self.cfg.backend != "scripted":
+        # an outside agent sends its own temperature (none of ours); the scripted agent draws by the seed alone
+        if self.cfg.temperature == 0 and self.cfg.backend not in ("scripted", RunConfig.AGENT_BACKEND):
             print("tba run: temperature 0: an endpoint that decodes greedily answers the trials alike whatever the "
                   "seed (they then measure the judge and the endpoint's own nondeterminism); --temperature sets it",
                   file=sys.stderr, flush=True)
