@@ -94,6 +94,21 @@ def test_a_crashing_agent_is_an_infrastructure_failure_named_with_its_status_and
     assert "crashing on purpose" in record["agent_stderr_tail"] and "now crashing" in record["agent_stdout_tail"]
 
 
+def test_an_outside_agents_model_calls_are_not_seen_not_counted_as_its_tool_calls(tmp_path, monkeypatch, capsys):
+    """The harness sees an outside agent's tool calls, never its model's: before, the run's cost line and the cost
+    figures said "1 model calls" and "0.0 prompt tokens per query" (its tool call counted as a model call)."""
+    from toolbench_adapter.runs.cost import NOT_SEEN, run_cost
+
+    code, run, _ = run_agent(tmp_path, monkeypatch, "", "--groups", "G1_instruction", "--limit", "1")
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert f"cost: model calls, tokens and latency {NOT_SEEN}" in out and "model calls (" not in out
+    cost = run_cost(run)
+    assert cost.model_calls is None and cost.prompt_tokens is None and not cost.latencies
+    assert f"model calls {NOT_SEEN}" in cost.text() and "tokens per query not recorded" in cost.text()
+    assert cost.csv_cells()["model calls per query"] == "" and cost.csv_cells()["prompt tokens per query"] == ""
+
+
 def test_no_finish_is_an_answer_without_a_final_answer(tmp_path, monkeypatch, capsys):
     code, run, _ = run_agent(tmp_path, monkeypatch, "no_finish", "--groups", "G1_instruction", "--limit", "1")
     assert code == 0

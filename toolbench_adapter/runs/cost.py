@@ -3,7 +3,8 @@ model latency p50 / p95 (over every model call), wall time (its sessions' second
 the user gives (``--prices FILE``; none is shipped or guessed): per model, per million input (prompt) and output
 (completion) tokens. Read from a run folder's queries.jsonl (each query's latest line: what it cost now) and its
 manifest's sessions, or summed over a set of trials' folders (latencies pooled). A run written before these figures
-were recorded says so ("not recorded"), never 0.
+were recorded says so ("not recorded"), never 0; so does an outside agent's run, whose model calls the harness does
+not see ("not seen").
 
 A price file (YAML or JSON)::
 
@@ -28,6 +29,7 @@ from .folder import MANIFEST, QUERY_STATS, read_query_lines
 
 PRICE_FIX = "write models: {MODEL: {input: USD_PER_MILLION, output: USD_PER_MILLION}} (docs/noise.md: Cost and latency)"
 NOT_RECORDED = "not recorded"
+NOT_SEEN = "not seen (an outside agent calls its own model)"
 
 
 def _percentile(values, q: float) -> float | None:
@@ -91,7 +93,7 @@ class Cost:
     """One run's (or set's) cost figures; None: not recorded (a run from before they were)."""
 
     queries: int = 0
-    model_calls: int = 0
+    model_calls: int | None = 0  # None: not seen (an outside agent calls its own model)
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     latencies: list[float] = field(default_factory=list, repr=False)
@@ -139,7 +141,9 @@ class Cost:
         tokens = (f"{number(self.per_query(self.prompt_tokens))} prompt and "
                   f"{number(self.per_query(self.completion_tokens))} completion tokens per query"
                   if self.prompt_tokens is not None else f"tokens per query {NOT_RECORDED}")
-        return (f"{self.model_calls} model calls ({number(self.per_query(self.model_calls), '{:.1f}')} per query), "
+        calls = (f"{self.model_calls} model calls ({number(self.per_query(self.model_calls), '{:.1f}')} per query)"
+                 if self.model_calls is not None else f"model calls {NOT_SEEN}")
+        return (f"{calls}, "
                 f"{tokens}, model latency {latency}, wall {number(self.wall_s, '{:.1f}')} s, cost "
                 f"{self.money_text()}")
 
@@ -163,6 +167,8 @@ COST_COLUMNS = list(Cost().csv_cells())
 
 def _lines_cost(lines: Iterable[dict]) -> Cost:
     lines = list(lines)
+    if any("agent_outcome" in r for r in lines):  # an outside agent's: its calls counted are tool calls, not its model's
+        return Cost(queries=len(lines), model_calls=None)
     cost = Cost(queries=len(lines), model_calls=sum(int(r.get("query_count") or 0) for r in lines))
     recorded = [r for r in lines if "prompt_tokens" in r]
     if lines and len(recorded) == len(lines):
@@ -194,7 +200,9 @@ def run_cost(run_dir: str | Path, prices: Prices | None = None) -> Cost:
 def runs_cost(run_dirs: Iterable[str | Path], prices: Prices | None = None) -> Cost:
     """The cost of several run folders together (a set's trials): sums, latencies pooled."""
     parts = [run_cost(d) for d in run_dirs]
-    total = Cost(queries=sum(p.queries for p in parts), model_calls=sum(p.model_calls for p in parts))
+    calls = [p.model_calls for p in parts]
+    total = Cost(queries=sum(p.queries for p in parts),
+                 model_calls=None if None in calls else sum(calls))
     if parts and all(p.prompt_tokens is not None for p in parts):
         total.prompt_tokens = sum(p.prompt_tokens for p in parts)
         total.completion_tokens = sum(p.completion_tokens for p in parts)

@@ -12,6 +12,7 @@ from dataclasses import fields
 from toolbench_adapter.errors import InputError
 from toolbench_adapter.evaluation.scoring.counts import glossary
 from toolbench_adapter.files.fileio import check_writable
+from toolbench_adapter.runs.cost import NOT_SEEN
 from toolbench_adapter.structured.describe import policy_text, turns_text
 
 from ...config import RunConfig, load_yaml
@@ -347,9 +348,11 @@ def stopping_now_exits(redo: str):
         raise
 
 
-def cost_line(totals: dict) -> str:
+def cost_line(totals: dict, config: dict | None = None) -> str:
     """Model calls, tokens per query and model latency p50 / p95 of the totals (issue 42; money: --prices, at
     tba evaluate / table / sweep)."""
+    if (config or {}).get("agent"):  # an outside agent: its calls counted are tool calls, its model unseen
+        return f"  cost: model calls, tokens and latency {NOT_SEEN}"
     count = totals.get("queries") or 0
     per = (lambda key: f"{totals.get(key, 0) / count:.1f}") if count else (lambda key: "0")
     p50, p95 = totals.get("model_latency_p50_s"), totals.get("model_latency_p95_s")
@@ -381,7 +384,7 @@ def trial_summary_lines(record: dict, set_dir: str, redo: str) -> list[str]:
         lines.append(f"  redo them (finished queries are skipped): {redo}")
     else:
         lines.append("  infrastructure failures 0")
-    lines.append(cost_line(totals))
+    lines.append(cost_line(totals, record.get("config")))
     lines += [f"  files: {set_dir}/trial-{{i}}/{{group}}/{{query_id}}_{{method}}.json (one run folder per trial, "
               f"upstream's layout), {set_dir}/trials.json",
               f"  next: tba evaluate {shlex.quote(set_dir)} (judges every trial)"
@@ -412,7 +415,7 @@ def summary_lines(manifest: dict, run_dir: str, redo: str) -> list[str]:
         lines.append(f"  context length {totals['context_length']}: finished queries in which the model endpoint "
                      "refused a request as longer than the model's context (the chain ended there, as upstream's "
                      "does; steps.jsonl error context_length)")
-    lines.append(cost_line(totals))
+    lines.append(cost_line(totals, manifest.get("config")))
     turns = turns_text(totals)  # every call checked against the function list (toolbench_adapter/structured/)
     if turns:
         lines.append(f"  {turns} ({policy_text(manifest.get('config'))}; steps.jsonl: violations)")
